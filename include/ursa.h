@@ -1,0 +1,271 @@
+/*
+ * ursa.h - the public interface of ursa, a runtime of lightweight user-level threads.
+ *
+ * Conventions
+ *   - Every function returns 0 on success or a negative errno value (-EINVAL, -EPERM, ...);
+ *     results go in out-parameters.  ursa never reports an error through errno.
+ *   - Handles (ursa_thread_t) are opaque and generation-tagged: a handle of a thread that was
+ *     joined, or of a detached thread that finished, or a value that never was a handle, gets
+ *     -ESRCH.  It never crashes.
+ *   - Synchronization objects live in storage the caller owns (ursa_mutex_t m;).  Their contents
+ *     are private.  An object must be initialized (or statically initialized where an
+ *     URSA_*_INITIALIZER exists) before use and must not be copied or moved while in use.
+ *     Using a destroyed object returns -EINVAL.  Destroying an object with waiters returns -EBUSY.
+ *   - Timed variants take an absolute deadline on a clock (CLOCK_MONOTONIC or CLOCK_REALTIME, as
+ *     an int: Linux's clockid_t), like sem_clockwait(3).  A deadline with tv_nsec outside [0, 1e9) is -EINVAL; a deadline in the past
+ *     still tries once, then returns -ETIMEDOUT.
+ *
+ * Contexts
+ *   ursa functions may be called from ursa threads only: after ursa_init() the thread that called
+ *   it (usually main) is an ursa thread, and so is every thread made by ursa_create().  Calls from
+ *   another kernel thread, or before ursa_init(), return -EPERM.  None may be called from a signal
+ *   handler.  "May switch" below means the caller may be suspended and other ursa threads run.
+ *
+ * See docs/GUIDE.md for a user's guide and docs/ARCHITECTURE.md for how it works.
+ */
+#ifndef URSA_H
+#define URSA_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  error "ursa supports Linux (x86-64 and AArch64) only"
+#endif
+
+#define URSA_API __attribute__((visibility("default")))
+
+#define URSA_VERSION_MAJOR 0
+#define URSA_VERSION_MINOR 1
+#define URSA_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------------------------------------
+ * Runtime
+ * ------------------------------------------------------------------------------------------- */
+
+/* Configuration for ursa_init().  Zero in a field means "the default, or the URSA_* environment
+ * variable named beside it when it is set". */
+typedef struct ursa_config {
+  size_t stack_size;      /* URSA_STACK_SIZE: default stack size in bytes (65536)            */
+  size_t stack_cache;     /* URSA_STACK_CACHE: free stacks kept for reuse per VP (1024)       */
+  size_t stack_prealloc;  /* URSA_STACK_PREALLOC: stacks mapped by ursa_init (8)             */
+  int    stats;           /* URSA_STATS: 1 = print the counters to stderr at exit            */
+  int    guard;           /* URSA_GUARD: 0 auto (MADV_GUARD_INSTALL, else mprotect),
+                             1 = always mprotect.  Guard pages cannot be switched off.       */
+} ursa_config_t;
+
+/* Makes the calling kernel thread virtual processor 0 and the caller an ursa thread named "main".
+ * cfg may be NULL.  -EBUSY if ursa is already initialized, -ENOMEM if memory runs out. */
+URSA_API int ursa_init(const ursa_config_t *cfg);
+
+/* Releases the runtime.  Call from the thread that called ursa_init() once every other thread has
+ * finished and been joined (or was detached and finished): -EBUSY otherwise, -EPERM from another
+ * thread.  A program may also simply return from main() or call exit() with threads alive: the
+ * process exits at once. */
+URSA_API int ursa_fini(void);
+
+/* The text for an error code returned by ursa (negative) or an errno value (positive). */
+URSA_API const char *ursa_strerror(int err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Threads
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct ursa_thread_s *ursa_thread_t;    /* opaque, generation-tagged */
+#define URSA_THREAD_NULL ((ursa_thread_t)0)
+
+#define URSA_STACK_MIN   16384u                 /* smallest stack ursa_attr_setstacksize takes */
+#define URSA_NAME_MAX    32                     /* including the terminating NUL               */
+
+typedef struct ursa_attr {
+  uint64_t _private[8];
+} ursa_attr_t;
+
+URSA_API int ursa_attr_init(ursa_attr_t *attr);
+URSA_API int ursa_attr_destroy(ursa_attr_t *attr);
+/* Bytes of usable stack, rounded up to whole pages; a guard page is added below.  -EINVAL when
+ * smaller than URSA_STACK_MIN. */
+URSA_API int ursa_attr_setstacksize(ursa_attr_t *attr, size_t size);
+URSA_API int ursa_attr_getstacksize(const ursa_attr_t *attr, size_t *size);
+/* Copies at most URSA_NAME_MAX - 1 bytes of name; the name shows in deadlock and overflow reports. */
+URSA_API int ursa_attr_setname(ursa_attr_t *attr, const char *name);
+URSA_API int ursa_attr_setdetached(ursa_attr_t *attr, int detached);
+
+/* Creates a thread running fn(arg), ready to run after the threads already ready (FIFO).  Does not
+ * switch.  t may be NULL only for a detached thread.  -EAGAIN when no stack can be mapped (memory or
+ * vm.max_map_count exhausted), -ENOMEM when memory for bookkeeping runs out. */
+URSA_API int ursa_create(ursa_thread_t *t, const ursa_attr_t *attr, void *(*fn)(void *), void *arg);
+
+/* Waits for t to finish and releases it; *result (if non-NULL) gets its return value.  May switch.
+ * -EDEADLK joining oneself or a thread that is joining the caller, -EINVAL for a detached thread
+ * or a thread another thread already joins, -ESRCH for a stale or invalid handle. */
+URSA_API int ursa_join(ursa_thread_t t, void **result);
+
+/* Marks t detached: it is released when it finishes.  -EINVAL if already detached or being joined,
+ * -ESRCH for a stale or invalid handle. */
+URSA_API int ursa_detach(ursa_thread_t t);
+
+/* Ends the calling thread with result.  Called by main, ends main's thread: the process then exits
+ * with status 0 when the last thread finishes. */
+URSA_API void ursa_exit(void *result) __attribute__((noreturn));
+
+/* The calling thread's handle (URSA_THREAD_NULL outside ursa). */
+URSA_API ursa_thread_t ursa_self(void);
+
+/* The thread's numeric id (1 for main, then 2, 3, ... in creation order), 0 for an invalid handle. */
+URSA_API uint64_t ursa_thread_id(ursa_thread_t t);
+
+/* Copies the thread's name into buf (size bytes).  -ESRCH for an invalid handle. */
+URSA_API int ursa_thread_getname(ursa_thread_t t, char *buf, size_t size);
+
+/* Moves the caller behind the other ready threads and runs the first of them (no-op when none).
+ * Expired timers (sleeps, timed waits) are fired first. */
+URSA_API int ursa_yield(void);
+
+/* The papers' named yield: switches straight to t when t is ready, leaving the caller ready at the
+ * tail of the run queue.  When t is the caller, returns 0 at once; when t is blocked or finished,
+ * behaves as ursa_yield().  -ESRCH for a stale or invalid handle. */
+URSA_API int ursa_yield_to(ursa_thread_t t);
+
+/* Blocks the caller for at least ns nanoseconds of CLOCK_MONOTONIC.  ursa_sleep_ns(0) yields. */
+URSA_API int ursa_sleep_ns(uint64_t ns);
+
+/* Dynamic C's waitfor: re-evaluates cond after each yield until it holds. */
+#define URSA_WAITFOR(cond) \
+  do { while (!(cond)) (void)ursa_yield(); } while (0)
+
+/* ---------------------------------------------------------------------------------------------
+ * Counters (the journal paper's run-time counters)
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct ursa_stats {
+  uint64_t switches;     /* context switches                                    */
+  uint64_t yields;       /* ursa_yield / ursa_yield_to calls                    */
+  uint64_t p_ops;        /* semaphore P operations (wait, trywait, timedwait)   */
+  uint64_t p_blocking;   /* P operations that blocked                           */
+  uint64_t blocks;       /* every blocking wait (P, lock, join, sleep, ...)     */
+  uint64_t created;      /* threads created                                     */
+  uint64_t timers;       /* timers that fired (sleeps and timeouts)             */
+  uint64_t idle_waits;   /* times the VP waited in the kernel for a timer       */
+} ursa_stats_t;
+
+URSA_API unsigned ursa_vp_count(void);
+/* Totals over all VPs. */
+URSA_API int ursa_stats(ursa_stats_t *out);
+/* One VP's counters: -EINVAL for a VP that does not exist. */
+URSA_API int ursa_stats_vp(unsigned vp, ursa_stats_t *out);
+/* Prints the counters, per VP and in total (what URSA_STATS=1 prints at exit). */
+URSA_API int ursa_stats_print(FILE *f);
+
+/* ---------------------------------------------------------------------------------------------
+ * Synchronization
+ * ------------------------------------------------------------------------------------------- */
+
+/* Counting semaphores. */
+typedef struct ursa_sem { uint64_t _private[8]; } ursa_sem_t;
+#define URSA_SEM_VALUE_MAX 2147483647u
+URSA_API int ursa_sem_init(ursa_sem_t *s, unsigned value);          /* -EINVAL above the max  */
+URSA_API int ursa_sem_destroy(ursa_sem_t *s);
+URSA_API int ursa_sem_wait(ursa_sem_t *s);                          /* P; may switch           */
+URSA_API int ursa_sem_trywait(ursa_sem_t *s);                       /* -EAGAIN when zero       */
+URSA_API int ursa_sem_timedwait(ursa_sem_t *s, int clock, const struct timespec *abstime);
+URSA_API int ursa_sem_post(ursa_sem_t *s);                          /* V; -EOVERFLOW at the max */
+URSA_API int ursa_sem_getvalue(ursa_sem_t *s, int *value);
+
+/* Mutexes.  Every type knows its owner: unlocking a mutex the caller does not hold is -EPERM. */
+enum { URSA_MUTEX_NORMAL = 0, URSA_MUTEX_ERRORCHECK = 1, URSA_MUTEX_RECURSIVE = 2 };
+typedef struct ursa_mutex { uint64_t _private[8]; } ursa_mutex_t;
+#define URSA_MUTEX_INITIALIZER { { 0 } }     /* a NORMAL mutex */
+URSA_API int ursa_mutex_init(ursa_mutex_t *m, int type);
+URSA_API int ursa_mutex_destroy(ursa_mutex_t *m);                   /* -EBUSY while locked     */
+/* NORMAL relocked by its owner deadlocks (as POSIX requires; the deadlock report names it);
+ * ERRORCHECK returns -EDEADLK; RECURSIVE counts. */
+URSA_API int ursa_mutex_lock(ursa_mutex_t *m);
+URSA_API int ursa_mutex_trylock(ursa_mutex_t *m);                   /* -EBUSY when held        */
+URSA_API int ursa_mutex_timedlock(ursa_mutex_t *m, int clock, const struct timespec *abstime);
+URSA_API int ursa_mutex_unlock(ursa_mutex_t *m);
+
+/* Condition variables. */
+typedef struct ursa_cond { uint64_t _private[8]; } ursa_cond_t;
+#define URSA_COND_INITIALIZER { { 0 } }
+URSA_API int ursa_cond_init(ursa_cond_t *c);
+URSA_API int ursa_cond_destroy(ursa_cond_t *c);
+/* -EPERM when the caller does not hold m. */
+URSA_API int ursa_cond_wait(ursa_cond_t *c, ursa_mutex_t *m);
+URSA_API int ursa_cond_timedwait(ursa_cond_t *c, ursa_mutex_t *m, int clock,
+                                 const struct timespec *abstime);
+URSA_API int ursa_cond_signal(ursa_cond_t *c);
+URSA_API int ursa_cond_broadcast(ursa_cond_t *c);
+
+/* Barriers.  ursa_barrier_wait returns URSA_BARRIER_SERIAL_THREAD in exactly one thread per round
+ * and 0 in the others. */
+#define URSA_BARRIER_SERIAL_THREAD 1
+typedef struct ursa_barrier { uint64_t _private[8]; } ursa_barrier_t;
+URSA_API int ursa_barrier_init(ursa_barrier_t *b, unsigned count); /* -EINVAL for 0 */
+URSA_API int ursa_barrier_destroy(ursa_barrier_t *b);
+URSA_API int ursa_barrier_wait(ursa_barrier_t *b);
+
+/* Reader-writer locks.  An unlock wakes either one writer or all waiting readers, each of which
+ * then holds the lock (no woken thread has to block again).  New readers wait while a writer
+ * waits; a writer's unlock prefers waiting readers, so neither side starves.  A thread may hold
+ * read locks on at most URSA_RWLOCK_READ_MAX rwlocks at once (-EAGAIN beyond). */
+#define URSA_RWLOCK_READ_MAX 8
+typedef struct ursa_rwlock { uint64_t _private[12]; } ursa_rwlock_t;
+#define URSA_RWLOCK_INITIALIZER { { 0 } }
+URSA_API int ursa_rwlock_init(ursa_rwlock_t *l);
+URSA_API int ursa_rwlock_destroy(ursa_rwlock_t *l);                 /* -EBUSY while held */
+URSA_API int ursa_rwlock_rdlock(ursa_rwlock_t *l);                  /* -EDEADLK if write-held by caller */
+URSA_API int ursa_rwlock_tryrdlock(ursa_rwlock_t *l);               /* -EBUSY */
+URSA_API int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, int clock, const struct timespec *abstime);
+URSA_API int ursa_rwlock_wrlock(ursa_rwlock_t *l);                  /* -EDEADLK if held by caller */
+URSA_API int ursa_rwlock_trywrlock(ursa_rwlock_t *l);               /* -EBUSY */
+URSA_API int ursa_rwlock_timedwrlock(ursa_rwlock_t *l, int clock, const struct timespec *abstime);
+URSA_API int ursa_rwlock_unlock(ursa_rwlock_t *l);                  /* -EPERM if not held by caller */
+
+/* Once. */
+typedef struct ursa_once { uint64_t _private[4]; } ursa_once_t;
+#define URSA_ONCE_INIT { { 0 } }
+/* Runs fn exactly once; concurrent callers wait until it has returned.  -EDEADLK when fn itself
+ * calls ursa_once on the same object. */
+URSA_API int ursa_once(ursa_once_t *once, void (*fn)(void));
+
+/* Thread-specific data.  At most URSA_KEYS_MAX keys at once.  Destructors run at thread exit for
+ * non-NULL values, up to URSA_KEY_DESTRUCTOR_ITERATIONS rounds. */
+#define URSA_KEYS_MAX 128
+#define URSA_KEY_DESTRUCTOR_ITERATIONS 4
+typedef uint32_t ursa_key_t;
+URSA_API int   ursa_key_create(ursa_key_t *key, void (*destructor)(void *));   /* -EAGAIN when full */
+URSA_API int   ursa_key_delete(ursa_key_t key);                                /* -EINVAL if stale  */
+URSA_API int   ursa_setspecific(ursa_key_t key, const void *value);            /* -EINVAL if stale  */
+URSA_API void *ursa_getspecific(ursa_key_t key);                               /* NULL if unset     */
+
+/* I-structures (SplitThreads): a write-once cell.  Reads before the write wait for it; a second
+ * put returns -EBUSY and keeps the first value. */
+typedef struct ursa_ivar { uint64_t _private[8]; } ursa_ivar_t;
+URSA_API int ursa_ivar_init(ursa_ivar_t *v);
+URSA_API int ursa_ivar_destroy(ursa_ivar_t *v);
+URSA_API int ursa_ivar_put(ursa_ivar_t *v, void *value);
+URSA_API int ursa_ivar_get(ursa_ivar_t *v, void **value);           /* may switch          */
+URSA_API int ursa_ivar_tryget(ursa_ivar_t *v, void **value);        /* -EAGAIN while empty */
+
+/* M-structures (SplitThreads): put fills an empty cell (waiting while it is full), take empties a
+ * full one (waiting while it is empty); exactly one take completes per put, in FIFO order. */
+typedef struct ursa_mvar { uint64_t _private[8]; } ursa_mvar_t;
+URSA_API int ursa_mvar_init(ursa_mvar_t *v);
+URSA_API int ursa_mvar_destroy(ursa_mvar_t *v);
+URSA_API int ursa_mvar_put(ursa_mvar_t *v, void *value);            /* may switch          */
+URSA_API int ursa_mvar_take(ursa_mvar_t *v, void **value);          /* may switch          */
+URSA_API int ursa_mvar_tryput(ursa_mvar_t *v, void *value);         /* -EAGAIN when full   */
+URSA_API int ursa_mvar_trytake(ursa_mvar_t *v, void **value);       /* -EAGAIN when empty  */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* URSA_H */

@@ -1,0 +1,291 @@
+/*
+ * internal.h - the types every part of the core shares: threads, the virtual processor (VP), wait
+ * queues, and the small macro vocabulary.  Nothing here is exported (-fvisibility=hidden; internal
+ * non-static functions are named ursa__<module>_<what>).
+ *
+ * Ownership (one VP today, see docs/ARCHITECTURE.md):
+ *   - A thread is in exactly one of these states, and the state says who owns its stack and link:
+ *       URSA__RUNNING  it is vp->cur; it owns its stack; q links unused.
+ *       URSA__READY    on its VP's run queue (q links); the stack is not running.
+ *       URSA__BLOCKED  on one wait queue (t->waitq, q links) or on none (sleep, join); may also sit
+ *                      in the VP's timer heap (t->heap_idx != 0).
+ *       URSA__ZOMBIE   finished; waits for ursa_join (joinable) or for the next switch to release
+ *                      it (detached).
+ *   - Every field of a VP and of the threads on it is touched only by that VP's kernel thread, so
+ *     none needs an atomic.
+ */
+#ifndef URSA_INTERNAL_H
+#define URSA_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE                         /* clock_nanosleep, MAP_STACK, pthread_getattr_np */
+#endif
+
+#include "ursa.h"
+#include "../arch/context.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+/* ---- macro vocabulary ------------------------------------------------------------------------ */
+#define ursa_likely(x)   __builtin_expect(!!(x), 1)
+#define ursa_unlikely(x) __builtin_expect(!!(x), 0)
+#define URSA_UNUSED(x)   ((void)(x))
+#define URSA_CONTAINER_OF(p, type, member) ((type *)((char *)(p) - offsetof(type, member)))
+#define URSA_HIDDEN      __attribute__((visibility("hidden")))
+#define URSA_NOINLINE    __attribute__((noinline))
+
+/* Always-on invariant check: a broken invariant is a bug in ursa; say where and abort. */
+#define URSA_PANIC(msg) ursa__panic(__func__, msg)
+#ifdef URSA_DEBUG
+#  define URSA_ASSERT(c) do { if (ursa_unlikely(!(c))) URSA_PANIC("assertion failed: " #c); } while (0)
+#else
+#  define URSA_ASSERT(c) ((void)0)
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#  define URSA_ASAN 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define URSA_ASAN 1
+#  endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#  define URSA_TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define URSA_TSAN 1
+#  endif
+#endif
+
+URSA_HIDDEN void ursa__panic(const char *where, const char *msg) __attribute__((noreturn, cold));
+
+/* ---- threads ---------------------------------------------------------------------------------- */
+enum ursa__state { URSA__RUNNING = 1, URSA__READY, URSA__BLOCKED, URSA__ZOMBIE };
+
+/* What a blocked thread waits on: printed by the deadlock report. */
+enum ursa__wait {
+  URSA__W_NONE = 0, URSA__W_SEM, URSA__W_MUTEX, URSA__W_COND, URSA__W_BARRIER, URSA__W_RDLOCK,
+  URSA__W_WRLOCK, URSA__W_ONCE, URSA__W_IVAR, URSA__W_MVAR_TAKE, URSA__W_MVAR_PUT, URSA__W_JOIN,
+  URSA__W_SLEEP
+};
+
+struct ursa__thread;
+
+/* A FIFO of threads linked through their q fields; NULL-terminated both ways so that a queue inside
+ * a statically initialized (all-zero) object is valid.  push/pop/remove are O(1). */
+struct ursa__waitq {
+  struct ursa__thread *head, *tail;
+};
+
+struct ursa__rdheld {      /* one rwlock this thread holds for reading */
+  void    *lock;
+  uint32_t count;
+};
+
+struct ursa__keyval {
+  void    *value;
+  uint32_t gen;
+};
+
+struct ursa__thread {
+  /* hot: touched by every switch and queue operation */
+  ursa__ctx_t          ctx;          /* saved context while not running                        */
+  struct ursa__thread *qnext, *qprev;/* run queue or wait queue links                          */
+  struct ursa__waitq  *waitq;        /* the queue t is on (run queue or a wait queue), or NULL  */
+  struct ursa__vp     *vp;           /* the VP t runs on                                        */
+  int                  saved_errno;  /* t's errno while it is not running                       */
+  int                  wake_result;  /* 0, or -ETIMEDOUT when a timer ended the wait            */
+  uint8_t              state;        /* enum ursa__state                                        */
+  uint8_t              wait_kind;    /* enum ursa__wait while BLOCKED                           */
+  uint8_t              detached;
+  uint8_t              is_main;      /* the thread that called ursa_init: not on an ursa stack  */
+  uint32_t             heap_idx;     /* 1-based index in vp->timers, 0 when no timer is armed   */
+  uint64_t             deadline;     /* CLOCK_MONOTONIC ns, while heap_idx != 0                 */
+  void                *wait_obj;     /* the object t waits on, for reports                      */
+  void                *wait_data;    /* a value handed over by the waker (mvar, ivar)           */
+
+  /* cold */
+  ursa_thread_t        handle;
+  void              *(*fn)(void *);
+  void                *arg;
+  void                *result;
+  struct ursa__thread *joiner;       /* the thread blocked in ursa_join(t), if any              */
+  char                *stack_lo;     /* lowest usable byte (above the guard)                    */
+  size_t               stack_size;   /* usable bytes (descriptor included)                      */
+  uint64_t             id;
+  char                 name[URSA_NAME_MAX];
+  struct ursa__keyval *keys;         /* URSA_KEYS_MAX values, allocated at first setspecific    */
+  struct ursa__rdheld  rdheld[URSA_RWLOCK_READ_MAX];
+#if URSA_ASAN
+  void                *asan_fake;    /* ASan fake stack of t while suspended                   */
+#endif
+#if URSA_TSAN
+  void                *tsan_fiber;
+#endif
+};
+
+/* ---- the virtual processor -------------------------------------------------------------------- */
+struct ursa__vp {
+  struct ursa__thread *cur;          /* the running thread                                      */
+  struct ursa__waitq   runq;         /* READY threads, FIFO                                     */
+  int                 *errno_p;      /* &errno of this VP's kernel thread                       */
+  struct ursa__thread *zombie;       /* a detached thread that exited; released after the switch */
+  struct ursa__thread **timers;      /* 1-based binary min-heap on deadline; [0] unused          */
+  uint32_t             ntimers;
+  uint32_t             timers_cap;   /* >= live threads + 1, so arming a timer never allocates   */
+  uint64_t             nthreads;     /* live threads on this VP (not ZOMBIE)                    */
+  unsigned             index;
+  ursa_stats_t         stats;
+  /* stack pool (SplitThreads' queue of uninitialized threads): LIFO of free default-size stacks */
+  void                *pool;
+  size_t               pool_len;
+  struct ursa__thread *main_thread;  /* the thread that called ursa_init (VP 0 only)           */
+};
+
+/* The VP of the calling kernel thread, NULL outside ursa.  Initial-exec TLS: one %fs load. */
+extern __thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-exec"))) URSA_HIDDEN;
+
+/* The handle table: slot i holds thread t while t is live or unjoined; the slot's generation is
+ * bumped when t is released, so an old handle no longer matches.  Chunks are never freed before
+ * ursa_fini, so looking up any handle value is memory-safe.  Handle = gen << 32 | (index + 1). */
+#define URSA__SLOT_CHUNK_BITS 12
+#define URSA__SLOT_CHUNK      (1u << URSA__SLOT_CHUNK_BITS)
+#define URSA__SLOT_CHUNKS     4096u          /* 16,777,216 threads at most */
+struct ursa__slot {
+  struct ursa__thread *t;
+  uint32_t             gen;
+  uint32_t             next_free;            /* index + 1 of the next free slot, 0 = end */
+};
+struct ursa__slots {
+  struct ursa__slot *chunk[URSA__SLOT_CHUNKS];
+  uint32_t           nslots;                 /* slots in allocated chunks */
+  uint32_t           free_head;              /* index + 1 of the first free slot, 0 = none */
+};
+
+/* Process-wide settings, fixed by ursa_init. */
+struct ursa__global {
+  size_t   stack_size;               /* usable bytes of a default stack                         */
+  size_t   stack_cache;
+  size_t   guard_size;
+  size_t   page;
+  int      stats;
+  int      guard_mode;               /* 0 auto, 1 mprotect                                      */
+  int      initialized;
+  uint64_t next_id;
+  struct ursa__slots slots;
+  struct ursa__vp vp0;
+};
+URSA_HIDDEN extern struct ursa__global ursa__g;
+
+/* ---- wait queues (queue.h-style inline helpers) ----------------------------------------------- */
+static inline bool ursa__q_empty(const struct ursa__waitq *q) { return q->head == NULL; }
+
+static inline void ursa__q_push(struct ursa__waitq *q, struct ursa__thread *t) {
+  t->qnext = NULL;
+  t->qprev = q->tail;
+  if (q->tail) q->tail->qnext = t; else q->head = t;
+  q->tail = t;
+  t->waitq = q;
+}
+
+static inline struct ursa__thread *ursa__q_pop(struct ursa__waitq *q) {
+  struct ursa__thread *t = q->head;
+  if (t) {
+    q->head = t->qnext;
+    if (q->head) q->head->qprev = NULL; else q->tail = NULL;
+    t->waitq = NULL;
+  }
+  return t;
+}
+
+static inline void ursa__q_remove(struct ursa__waitq *q, struct ursa__thread *t) {
+  if (t->qprev) t->qprev->qnext = t->qnext; else q->head = t->qnext;
+  if (t->qnext) t->qnext->qprev = t->qprev; else q->tail = t->qprev;
+  t->waitq = NULL;
+}
+
+/* ---- scheduler (sched.c) ---------------------------------------------------------------------- */
+
+/* Blocks the running thread until ursa__wake; it must already be on the wait queue of obj (or on
+ * none).  deadline is CLOCK_MONOTONIC ns, 0 for none.  Returns the wake result: 0, or -ETIMEDOUT
+ * when the deadline passed (the thread has then been removed from its wait queue).
+ * Executed only by the running thread of vp. */
+URSA_HIDDEN int ursa__block(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline);
+
+/* Makes the BLOCKED thread t READY (tail of its VP's run queue) with wake result res; removes its
+ * timer.  t must already be off every wait queue.  Executed only by t's VP. */
+URSA_HIDDEN void ursa__wake(struct ursa__thread *t, int res);
+
+/* Wakes every thread of q in order. */
+URSA_HIDDEN void ursa__wake_all(struct ursa__waitq *q, int res);
+
+/* The entry of every new thread's context (runs fn, then finishes the thread). */
+URSA_HIDDEN void ursa__thread_entry(void *from) __attribute__((noreturn));
+
+/* Ends the running thread: never returns. */
+URSA_HIDDEN void ursa__thread_finish(struct ursa__vp *vp, void *result) __attribute__((noreturn));
+
+/* Counts the VP's timers in its heap; fires expired ones. */
+URSA_HIDDEN void ursa__timers_fire(struct ursa__vp *vp, uint64_t now);
+URSA_HIDDEN uint64_t ursa__now(void);
+
+/* Converts an absolute deadline on clock to CLOCK_MONOTONIC ns: -EINVAL for a bad clock or
+ * tv_nsec.  A deadline already passed gives 1 (the earliest representable). */
+URSA_HIDDEN int ursa__deadline(int clock, const struct timespec *abstime, uint64_t *out);
+
+/* ---- threads and stacks (thread.c, stack.c) --------------------------------------------------- */
+/* The thread of handle h, NULL when h is stale or was never a handle. */
+static inline struct ursa__thread *ursa__thread_get(ursa_thread_t h) {
+  uint64_t v = (uint64_t)(uintptr_t)h;
+  uint32_t idx = (uint32_t)v - 1u;           /* 0xffffffff for a low half of 0: out of range */
+  const struct ursa__slot *s;
+  if (ursa_unlikely(idx >= ursa__g.slots.nslots)) return NULL;
+  s = &ursa__g.slots.chunk[idx >> URSA__SLOT_CHUNK_BITS][idx & (URSA__SLOT_CHUNK - 1)];
+  if (ursa_unlikely(s->gen != (uint32_t)(v >> 32) || s->t == NULL)) return NULL;
+  return s->t;
+}
+URSA_HIDDEN void ursa__thread_release(struct ursa__vp *vp, struct ursa__thread *t);
+URSA_HIDDEN int  ursa__timers_reserve(struct ursa__vp *vp, uint64_t nthreads);
+/* Calls fn for every live thread (for reports).  Slow path. */
+URSA_HIDDEN void ursa__thread_foreach(void (*fn)(struct ursa__thread *, void *), void *arg);
+URSA_HIDDEN int  ursa__threads_init(void);
+URSA_HIDDEN void ursa__threads_fini(void);
+
+/* A stack: [map, map + guard) is the guard, [lo, lo + size) usable; the thread descriptor sits at
+ * the top.  Returns the descriptor location, or NULL with *err = -EAGAIN. */
+URSA_HIDDEN struct ursa__thread *ursa__stack_get(struct ursa__vp *vp, size_t size, int *err);
+URSA_HIDDEN void ursa__stack_put(struct ursa__vp *vp, struct ursa__thread *t);
+URSA_HIDDEN int  ursa__stack_prealloc(struct ursa__vp *vp, size_t n);
+URSA_HIDDEN void ursa__stack_pool_drain(struct ursa__vp *vp);
+URSA_HIDDEN int  ursa__overflow_handler_install(void);
+URSA_HIDDEN void ursa__overflow_handler_remove(void);
+
+URSA_HIDDEN void ursa__keys_run_destructors(struct ursa__thread *t);
+URSA_HIDDEN const char *ursa__wait_name(int kind);
+URSA_HIDDEN void ursa__deadlock_report(struct ursa__vp *vp) __attribute__((noreturn));
+
+/* The running VP, or return -EPERM from the calling API function. */
+#define URSA_VP_OR_RETURN(vp)                                    \
+  struct ursa__vp *vp = ursa__tls_vp;                            \
+  if (ursa_unlikely(vp == NULL)) return -EPERM
+
+/* Object magic numbers: 0 is "statically initialized", DEAD is "destroyed". */
+#define URSA__MAGIC_DEAD 0xdeadbeefu
+
+#define URSA__STATIC_ASSERT_FITS(internal, public) \
+  _Static_assert(sizeof(internal) <= sizeof(public), #internal " does not fit in " #public)
+
+
+/* ---- object validation (sync/) ---------------------------------------------------------------- */
+
+/* Checks an object's magic: OK when it is `magic`; when it is 0 and the object has a static
+ * initializer (zeroable), the object is initialized lazily here.  -EINVAL otherwise (never
+ * initialized, or destroyed). */
+static inline int ursa__obj_check(uint32_t *m, uint32_t magic, bool zeroable) {
+  if (ursa_likely(*m == magic)) return 0;
+  if (zeroable && *m == 0) { *m = magic; return 0; }
+  return -EINVAL;
+}
+#endif /* URSA_INTERNAL_H */

@@ -1,0 +1,189 @@
+/*
+ * runtime.c - ursa_init / ursa_fini, configuration (ursa_config_t and URSA_* variables), the
+ * counters, error strings and the panic path.
+ *
+ * ursa_init turns the calling kernel thread into VP 0 and its caller into the ursa thread "main":
+ * main keeps running on its own stack, and from then on it is scheduled like any other thread.
+ * ursa_init and ursa_fini are called by that kernel thread only.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct ursa__global ursa__g;
+
+static int atexit_registered;
+
+void ursa__panic(const char *where, const char *msg) {
+  fprintf(stderr, "ursa: internal error in %s: %s\n", where, msg);
+  abort();
+}
+
+/* ---- configuration ---------------------------------------------------------------------------- */
+
+/* Parses "65536", "64K", "1M", "1G".  Returns 0 and warns for a value that is not a size. */
+static size_t env_size(const char *name) {
+  const char *v = getenv(name);
+  char *end;
+  unsigned long long n;
+  if (v == NULL || *v == '\0') return 0;
+  errno = 0;
+  n = strtoull(v, &end, 10);
+  if (errno == 0 && end != v) {
+    switch (toupper((unsigned char)*end)) {
+    case 'K': n <<= 10; end++; break;
+    case 'M': n <<= 20; end++; break;
+    case 'G': n <<= 30; end++; break;
+    default: break;
+    }
+    if (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I') end++;
+    if (*end == '\0') return (size_t)n;
+  }
+  fprintf(stderr, "ursa: ignoring %s=%s: not a size (bytes, or with K, M or G)\n", name, v);
+  return 0;
+}
+
+static int env_flag(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+static void print_stats_at_exit(void) {
+  if (ursa__g.stats) ursa_stats_print(stderr);
+}
+
+int ursa_init(const ursa_config_t *cfg) {
+  struct ursa__vp *vp = &ursa__g.vp0;
+  ursa_config_t c;
+  int err;
+  if (ursa__g.initialized || ursa__tls_vp) return -EBUSY;
+  memset(&c, 0, sizeof c);
+  if (cfg) c = *cfg;
+  if (c.stack_size == 0) c.stack_size = env_size("URSA_STACK_SIZE");
+  if (c.stack_cache == 0) c.stack_cache = env_size("URSA_STACK_CACHE");
+  if (c.stack_prealloc == 0) c.stack_prealloc = env_size("URSA_STACK_PREALLOC");
+  if (c.stats == 0) c.stats = env_flag("URSA_STATS");
+  if (c.guard == 0 && getenv("URSA_GUARD")) c.guard = strcmp(getenv("URSA_GUARD"), "mprotect") == 0;
+  if (c.stack_size == 0) c.stack_size = 65536;
+  if (c.stack_cache == 0) c.stack_cache = 1024;
+  if (c.stack_prealloc == 0) c.stack_prealloc = 8;
+  if (c.stack_size < URSA_STACK_MIN || c.stack_size > ((size_t)1 << 40)) {
+    if (cfg && cfg->stack_size) return -EINVAL;
+    fprintf(stderr, "ursa: ignoring URSA_STACK_SIZE=%zu: below %u bytes or above 1 TiB\n",
+            c.stack_size, URSA_STACK_MIN);
+    c.stack_size = 65536;
+  }
+
+  ursa__g.page = (size_t)sysconf(_SC_PAGESIZE);
+  ursa__g.stack_size = (c.stack_size + ursa__g.page - 1) & ~(ursa__g.page - 1);
+  ursa__g.stack_cache = c.stack_cache;
+  ursa__g.guard_size = ursa__g.page;
+  ursa__g.stats = c.stats;
+  ursa__g.guard_mode = c.guard == 1;
+  ursa__g.next_id = 1;
+
+  memset(vp, 0, sizeof *vp);
+  vp->errno_p = &errno;
+  if ((err = ursa__timers_reserve(vp, 64)) != 0) return err;
+  if ((err = ursa__threads_init()) != 0) goto fail_timers;
+  if ((err = ursa__overflow_handler_install()) != 0) goto fail_threads;
+  ursa__tls_vp = vp;
+  ursa__g.initialized = 1;
+  (void)ursa__stack_prealloc(vp, c.stack_prealloc);   /* best effort: create maps on demand */
+  if (ursa__g.stats && !atexit_registered) {
+    atexit(print_stats_at_exit);
+    atexit_registered = 1;
+  }
+  return 0;
+fail_threads:
+  ursa__threads_fini();
+fail_timers:
+  free(vp->timers);
+  vp->timers = NULL;
+  vp->timers_cap = 0;
+  return err;
+}
+
+static void count_live(struct ursa__thread *t, void *arg) {
+  URSA_UNUSED(t);
+  ++*(size_t *)arg;
+}
+
+int ursa_fini(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  size_t live = 0;
+  if (vp == NULL) return -EPERM;
+  if (vp->cur != vp->main_thread) return -EPERM;
+  ursa__thread_foreach(count_live, &live);
+  if (live > 1) return -EBUSY;                        /* threads alive or not yet joined */
+  ursa__overflow_handler_remove();
+  ursa__stack_pool_drain(vp);
+  ursa__threads_fini();
+  free(vp->timers);
+  vp->timers = NULL;
+  vp->timers_cap = 0;
+  vp->cur = NULL;
+  ursa__tls_vp = NULL;
+  ursa__g.initialized = 0;
+  return 0;
+}
+
+/* ---- counters --------------------------------------------------------------------------------- */
+
+unsigned ursa_vp_count(void) { return ursa__g.initialized ? 1u : 0u; }
+
+int ursa_stats_vp(unsigned vp, ursa_stats_t *out) {
+  if (out == NULL || vp >= 1) return -EINVAL;
+  *out = ursa__g.vp0.stats;
+  return 0;
+}
+
+int ursa_stats(ursa_stats_t *out) {
+  if (out == NULL) return -EINVAL;
+  return ursa_stats_vp(0, out);                        /* one VP: its counters are the totals */
+}
+
+static void print_row(FILE *f, const char *who, const ursa_stats_t *s) {
+  fprintf(f, "ursa: %-6s %12llu %12llu %12llu %12llu %12llu %10llu %10llu %8llu\n", who,
+          (unsigned long long)s->switches, (unsigned long long)s->yields,
+          (unsigned long long)s->p_ops, (unsigned long long)s->p_blocking,
+          (unsigned long long)s->blocks, (unsigned long long)s->created,
+          (unsigned long long)s->timers, (unsigned long long)s->idle_waits);
+}
+
+int ursa_stats_print(FILE *f) {
+  ursa_stats_t s;
+  if (f == NULL) return -EINVAL;
+  fprintf(f, "ursa: %-6s %12s %12s %12s %12s %12s %10s %10s %8s\n", "VP", "switches", "yields",
+          "P ops", "blocking P", "blocks", "created", "timers", "idle");
+  ursa_stats_vp(0, &s);
+  print_row(f, "0", &s);
+  ursa_stats(&s);
+  print_row(f, "total", &s);
+  return 0;
+}
+
+/* ---- errors ----------------------------------------------------------------------------------- */
+
+const char *ursa_strerror(int err) {
+  if (err < 0) err = -err;
+  switch (err) {
+  case 0:          return "success";
+  case EINVAL:     return "invalid argument (bad value, uninitialized or destroyed object)";
+  case EPERM:      return "operation not permitted (not the owner, or not an ursa thread)";
+  case ESRCH:      return "no such thread (stale or invalid handle)";
+  case EDEADLK:    return "operation would deadlock";
+  case EBUSY:      return "resource busy (held, has waiters, or already set)";
+  case EAGAIN:     return "resource temporarily unavailable";
+  case ENOMEM:     return "out of memory";
+  case ETIMEDOUT:  return "timed out";
+  case EOVERFLOW:  return "value too large";
+  default:         return strerror(err);
+  }
+}

@@ -1,0 +1,355 @@
+/*
+ * sched.c - the scheduler of one virtual processor (VP): run queue, switch, block and wake,
+ * yield and named yield, timers, the idle wait, and the deadlock report.
+ *
+ * Protocol
+ *   The running thread schedules itself: there is no scheduler thread.  A thread that yields puts
+ *   itself at the tail of the run queue and switches to the head; a thread that blocks has already
+ *   put itself on the wait queue of the object (or on none), and switches to the head.  ursa__wake
+ *   only moves a thread to the run queue: it never switches, so a post, unlock or put returns to
+ *   its caller at once (the woken thread runs when the running one yields or blocks).
+ *
+ *   When the run queue is empty the blocking thread itself waits in the kernel (clock_nanosleep)
+ *   until the earliest timer, on its own stack: SplitThreads' idle thread, without the extra
+ *   switch.  With no timer armed nothing can ever make a thread ready again (only ursa threads of
+ *   this VP call ursa), so every remaining thread is blocked for good: that is a deadlock, and
+ *   ursa__deadlock_report prints each blocked thread and what it waits on, then exits with status 3.
+ *
+ *   Each switch saves the running thread's errno value and installs the next one's, so errno is a
+ *   per-ursa-thread value.  A detached thread that finishes cannot free the stack it runs on: it
+ *   leaves itself in vp->zombie and the thread switched to releases it (ursa__switch's epilogue).
+ *
+ * Invariants
+ *   - vp->cur is RUNNING; every thread on vp->runq is READY; a READY thread is on exactly vp->runq.
+ *   - A thread has a timer armed (heap_idx != 0) only while BLOCKED.
+ *   - vp->timers_cap > number of live threads, so arming a timer never allocates.
+ * Everything here is executed only by the VP's own kernel thread.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if URSA_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+#if URSA_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+__thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-exec")));
+
+/* ---- time ------------------------------------------------------------------------------------- */
+
+uint64_t ursa__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int ursa__deadline(int clock, const struct timespec *abstime, uint64_t *out) {
+  struct timespec now;
+  int64_t delta;
+  uint64_t mono;
+  if (abstime == NULL || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L || abstime->tv_sec < 0)
+    return -EINVAL;
+  if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) return -EINVAL;
+  if (clock_gettime(clock, &now) != 0) return -EINVAL;
+  delta = ((int64_t)abstime->tv_sec - (int64_t)now.tv_sec) * 1000000000LL +
+          (abstime->tv_nsec - now.tv_nsec);
+  mono = ursa__now();
+  *out = delta <= 0 ? 1 : mono + (uint64_t)delta;            /* 1: passed already */
+  return 0;
+}
+
+/* ---- timer heap (1-based binary min-heap on deadline) ----------------------------------------- */
+
+static void heap_set(struct ursa__vp *vp, uint32_t i, struct ursa__thread *t) {
+  vp->timers[i] = t;
+  t->heap_idx = i;
+}
+
+static void heap_up(struct ursa__vp *vp, uint32_t i) {
+  struct ursa__thread *t = vp->timers[i];
+  while (i > 1 && vp->timers[i / 2]->deadline > t->deadline) {
+    heap_set(vp, i, vp->timers[i / 2]);
+    i /= 2;
+  }
+  heap_set(vp, i, t);
+}
+
+static void heap_down(struct ursa__vp *vp, uint32_t i) {
+  struct ursa__thread *t = vp->timers[i];
+  uint32_t n = vp->ntimers;
+  for (;;) {
+    uint32_t c = 2 * i;
+    if (c > n) break;
+    if (c + 1 <= n && vp->timers[c + 1]->deadline < vp->timers[c]->deadline) c++;
+    if (vp->timers[c]->deadline >= t->deadline) break;
+    heap_set(vp, i, vp->timers[c]);
+    i = c;
+  }
+  heap_set(vp, i, t);
+}
+
+static void timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadline) {
+  URSA_ASSERT(t->heap_idx == 0 && vp->ntimers + 1 < vp->timers_cap);
+  t->deadline = deadline;
+  vp->timers[++vp->ntimers] = t;
+  heap_up(vp, vp->ntimers);
+}
+
+static void timer_cancel(struct ursa__vp *vp, struct ursa__thread *t) {
+  uint32_t i = t->heap_idx;
+  struct ursa__thread *last = vp->timers[vp->ntimers--];
+  t->heap_idx = 0;
+  if (last != t) {
+    heap_set(vp, i, last);
+    if (i > 1 && vp->timers[i / 2]->deadline > last->deadline) heap_up(vp, i);
+    else heap_down(vp, i);
+  }
+}
+
+int ursa__timers_reserve(struct ursa__vp *vp, uint64_t nthreads) {
+  size_t cap;
+  struct ursa__thread **n;
+  if (nthreads + 2 <= vp->timers_cap) return 0;
+  cap = vp->timers_cap ? (size_t)vp->timers_cap * 2 : 64;
+  while (cap < nthreads + 2) cap *= 2;
+  if (cap > UINT32_MAX) return -ENOMEM;
+  n = realloc(vp->timers, cap * sizeof *n);
+  if (n == NULL) return -ENOMEM;
+  vp->timers = n;
+  vp->timers_cap = (uint32_t)cap;
+  return 0;
+}
+
+void ursa__timers_fire(struct ursa__vp *vp, uint64_t now) {
+  while (vp->ntimers && vp->timers[1]->deadline <= now) {
+    struct ursa__thread *t = vp->timers[1];
+    if (t->waitq) ursa__q_remove(t->waitq, t);               /* leave the object's queue */
+    vp->stats.timers++;
+    ursa__wake(t, -ETIMEDOUT);                                /* cancels the timer too */
+  }
+}
+
+/* ---- switch ----------------------------------------------------------------------------------- */
+
+static void reap(struct ursa__vp *vp) {
+  struct ursa__thread *z = vp->zombie;
+  vp->zombie = NULL;
+  ursa__thread_release(vp, z);
+}
+
+/* Runs `to` instead of `from` (vp->cur), and returns when some thread switches back to `from`.
+ * `from` must already be on the queue it belongs to (or ZOMBIE). */
+static inline void ursa__switch(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
+  from->saved_errno = *vp->errno_p;                           /* errno is per ursa thread */
+  *vp->errno_p = to->saved_errno;
+  to->state = URSA__RUNNING;
+  vp->cur = to;
+  vp->stats.switches++;
+#if URSA_ASAN
+  __sanitizer_start_switch_fiber(from->state == URSA__ZOMBIE ? NULL : &from->asan_fake,
+                                 to->stack_lo, to->stack_size);
+#endif
+#if URSA_TSAN
+  __tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+  ursa__ctx_jump(&from->ctx.sp, to->ctx.sp, from);
+  /* Resumed: we are `from` again, possibly much later. */
+#if URSA_ASAN
+  __sanitizer_finish_switch_fiber(from->asan_fake, NULL, NULL);
+#endif
+  vp = ursa__tls_vp;
+  if (ursa_unlikely(vp->zombie != NULL)) reap(vp);
+}
+
+/* The first code of every new thread, on its own stack (called by the context trampoline). */
+void ursa__thread_entry(void *from) {
+  struct ursa__vp *vp;
+  struct ursa__thread *self;
+  URSA_UNUSED(from);
+#if URSA_ASAN
+  __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+  vp = ursa__tls_vp;
+  if (ursa_unlikely(vp->zombie != NULL)) reap(vp);
+  self = vp->cur;
+  ursa__thread_finish(vp, self->fn(self->arg));
+}
+
+/* The next thread to run: the head of the run queue after firing expired timers, waiting in the
+ * kernel for the earliest timer while nothing is ready.  NULL when nothing ever can be. */
+static struct ursa__thread *next_ready(struct ursa__vp *vp) {
+  for (;;) {
+    struct ursa__thread *t;
+    if (vp->ntimers) ursa__timers_fire(vp, ursa__now());
+    t = ursa__q_pop(&vp->runq);
+    if (t) return t;
+    if (vp->ntimers == 0) return NULL;
+    {
+      uint64_t d = vp->timers[1]->deadline;
+      struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
+      vp->stats.idle_waits++;
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+    }
+  }
+}
+
+int ursa__block(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline) {
+  struct ursa__thread *cur = vp->cur, *next;
+  if (deadline) {
+    if (deadline <= ursa__now()) {                            /* passed: no wait at all */
+      if (cur->waitq) ursa__q_remove(cur->waitq, cur);
+      return -ETIMEDOUT;
+    }
+    timer_arm(vp, cur, deadline);
+  }
+  cur->state = URSA__BLOCKED;
+  cur->wait_kind = (uint8_t)kind;
+  cur->wait_obj = obj;
+  cur->wake_result = 0;
+  vp->stats.blocks++;
+  next = next_ready(vp);
+  if (ursa_unlikely(next == NULL)) ursa__deadlock_report(vp);
+  if (next != cur) ursa__switch(vp, cur, next);
+  else cur->state = URSA__RUNNING;                            /* our own timer woke us */
+  return cur->wake_result;
+}
+
+void ursa__wake(struct ursa__thread *t, int res) {
+  struct ursa__vp *vp = t->vp;
+  URSA_ASSERT(t->state == URSA__BLOCKED && t->waitq == NULL);
+  if (t->heap_idx) timer_cancel(vp, t);
+  t->wake_result = res;
+  t->wait_kind = URSA__W_NONE;
+  t->wait_obj = NULL;
+  t->state = URSA__READY;
+  ursa__q_push(&vp->runq, t);
+}
+
+void ursa__wake_all(struct ursa__waitq *q, int res) {
+  struct ursa__thread *t;
+  while ((t = ursa__q_pop(q)) != NULL) ursa__wake(t, res);
+}
+
+void ursa__thread_finish(struct ursa__vp *vp, void *result) {
+  struct ursa__thread *cur = vp->cur, *next;
+  ursa__keys_run_destructors(cur);
+  vp = ursa__tls_vp;                                          /* destructors may have switched */
+  cur->result = result;
+  cur->state = URSA__ZOMBIE;
+  vp->nthreads--;
+  if (cur->detached) {
+    if (!cur->is_main) vp->zombie = cur;                      /* released after the switch */
+  } else if (cur->joiner) {
+    ursa__wake(cur->joiner, 0);
+  }
+  next = next_ready(vp);
+  if (next == NULL) {
+    if (vp->nthreads == 0) {                                  /* main called ursa_exit and the */
+      fflush(NULL);                                           /* last thread has finished      */
+      exit(0);
+    }
+    ursa__deadlock_report(vp);
+  }
+  ursa__switch(vp, cur, next);
+  URSA_PANIC("a finished thread was resumed");
+}
+
+/* ---- yield ------------------------------------------------------------------------------------ */
+
+int ursa_yield(void) {
+  struct ursa__thread *cur, *next;
+  URSA_VP_OR_RETURN(vp);
+  vp->stats.yields++;
+  if (ursa_unlikely(vp->ntimers != 0)) ursa__timers_fire(vp, ursa__now());
+  next = ursa__q_pop(&vp->runq);
+  if (next == NULL) return 0;
+  cur = vp->cur;
+  cur->state = URSA__READY;
+  ursa__q_push(&vp->runq, cur);
+  ursa__switch(vp, cur, next);
+  return 0;
+}
+
+int ursa_yield_to(ursa_thread_t h) {
+  struct ursa__thread *cur, *t;
+  URSA_VP_OR_RETURN(vp);
+  t = ursa__thread_get(h);
+  if (ursa_unlikely(t == NULL)) return -ESRCH;
+  cur = vp->cur;
+  if (t == cur) { vp->stats.yields++; return 0; }
+  if (t->state != URSA__READY || t->vp != vp) return ursa_yield();
+  vp->stats.yields++;
+  ursa__q_remove(&vp->runq, t);
+  cur->state = URSA__READY;
+  ursa__q_push(&vp->runq, cur);
+  ursa__switch(vp, cur, t);
+  return 0;
+}
+
+int ursa_sleep_ns(uint64_t ns) {
+  uint64_t now;
+  URSA_VP_OR_RETURN(vp);
+  if (ns == 0) return ursa_yield();
+  now = ursa__now();
+  ursa__block(vp, URSA__W_SLEEP, NULL, ns > UINT64_MAX - now ? UINT64_MAX : now + ns);
+  return 0;
+}
+
+/* ---- deadlock report -------------------------------------------------------------------------- */
+
+const char *ursa__wait_name(int kind) {
+  switch (kind) {
+  case URSA__W_SEM:       return "ursa_sem_wait on semaphore";
+  case URSA__W_MUTEX:     return "ursa_mutex_lock on mutex";
+  case URSA__W_COND:      return "ursa_cond_wait on condition variable";
+  case URSA__W_BARRIER:   return "ursa_barrier_wait on barrier";
+  case URSA__W_RDLOCK:    return "ursa_rwlock_rdlock on rwlock";
+  case URSA__W_WRLOCK:    return "ursa_rwlock_wrlock on rwlock";
+  case URSA__W_ONCE:      return "ursa_once on once";
+  case URSA__W_IVAR:      return "ursa_ivar_get on I-structure";
+  case URSA__W_MVAR_TAKE: return "ursa_mvar_take on M-structure";
+  case URSA__W_MVAR_PUT:  return "ursa_mvar_put on M-structure";
+  case URSA__W_JOIN:      return "ursa_join on thread";
+  case URSA__W_SLEEP:     return "ursa_sleep_ns";
+  default:                return "nothing";
+  }
+}
+
+struct report { int blocked; };
+
+static void report_one(struct ursa__thread *t, void *arg) {
+  struct report *r = arg;
+  if (t->state != URSA__BLOCKED) return;
+  r->blocked++;
+  if (t->wait_kind == URSA__W_JOIN) {
+    const struct ursa__thread *target = t->wait_obj;
+    fprintf(stderr, "ursa:   thread %llu (%s): %s %llu (%s)\n", (unsigned long long)t->id, t->name,
+            ursa__wait_name(t->wait_kind), (unsigned long long)target->id, target->name);
+  } else {
+    fprintf(stderr, "ursa:   thread %llu (%s): %s %p\n", (unsigned long long)t->id, t->name,
+            ursa__wait_name(t->wait_kind), t->wait_obj);
+  }
+}
+
+static void count_blocked(struct ursa__thread *t, void *arg) {
+  if (t->state == URSA__BLOCKED) ++*(int *)arg;
+}
+
+void ursa__deadlock_report(struct ursa__vp *vp) {
+  struct report r = { 0 };
+  int n = 0;
+  URSA_UNUSED(vp);
+  ursa__thread_foreach(count_blocked, &n);
+  fprintf(stderr, "ursa: deadlock: all %d user threads blocked, no timer pending\n", n);
+  ursa__thread_foreach(report_one, &r);
+  fflush(stderr);
+  exit(3);
+}

@@ -1,0 +1,223 @@
+/*
+ * stack.c - thread stacks: mapping, guard pages, the per-VP pool, and the stack-overflow report.
+ *
+ * Layout of one stack mapping (addresses grow to the right):
+ *
+ *   | guard (1 page) | usable stack ............................ | descriptor |
+ *   ^ map            ^ stack_lo                       initial SP ^            ^ stack_lo + size
+ *
+ * The thread descriptor (struct ursa__thread) lives at the top of its own stack, so a thread costs
+ * one mapping and, while it has not used much stack, one touched page.
+ *
+ * Guard pages.  MADV_GUARD_INSTALL (Linux 6.13+) makes the guard without splitting the mapping,
+ * so adjacent stacks merge into one VMA and vm.max_map_count does not limit the thread count.
+ * Where the kernel lacks it (EINVAL) ursa falls back to mprotect(PROT_NONE) for good, which costs
+ * two VMAs per stack; when the VMA limit is reached, mmap or mprotect fails with ENOMEM and
+ * ursa_create returns -EAGAIN after printing one line that names vm.max_map_count.
+ *
+ * The pool (SplitThreads' queue of uninitialized threads).  A finished thread's default-size stack
+ * goes to its VP's LIFO pool (up to stack_cache stacks); ursa_create takes from it first, so
+ * creating from a warm pool makes no system call.  Other sizes are unmapped when released.
+ *
+ * Overflow.  Every VP's kernel thread runs a SIGSEGV/SIGBUS handler on an alternate signal stack.
+ * A fault inside the running thread's guard page prints
+ *   ursa: stack overflow in thread <id> (<name>): stack [lo,hi) <size> bytes, fault at <addr>
+ * and aborts; any other fault gets the handler that was there before ursa (normally the default
+ * action and its core dump).
+ * Executed only by the VP's own kernel thread (the pool is per VP and unlocked).
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if URSA_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+/* The descriptor's share of the top of a stack, a multiple of 64 bytes. */
+#define URSA__DESC_SIZE ((sizeof(struct ursa__thread) + 63) & ~(size_t)63)
+
+static int madv_guard_ok = 1;                 /* cleared when the kernel lacks MADV_GUARD_INSTALL */
+static int warned_vma;
+
+static void warn_vma_once(const char *what) {
+  if (warned_vma) return;
+  warned_vma = 1;
+  fprintf(stderr,
+          "ursa: cannot %s for a new thread (%s): memory or vm.max_map_count exhausted; "
+          "ursa_create returns -EAGAIN (raise vm.max_map_count or use smaller/fewer stacks)\n",
+          what, strerror(errno));
+}
+
+static struct ursa__thread *stack_map(size_t size, int *err) {
+  size_t guard = ursa__g.guard_size, page = ursa__g.page;
+  char *map;
+  struct ursa__thread *t;
+  size = (size + page - 1) & ~(page - 1);
+  if (size > SIZE_MAX - guard) { *err = -EAGAIN; return NULL; }
+  map = mmap(NULL, size + guard, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (map == MAP_FAILED) {
+    warn_vma_once("map a stack");
+    *err = -EAGAIN;
+    return NULL;
+  }
+  if (ursa__g.guard_mode == 0 && madv_guard_ok) {
+    if (madvise(map, guard, MADV_GUARD_INSTALL) != 0) {
+      if (errno == EINVAL) madv_guard_ok = 0;                 /* older kernel: use mprotect */
+      else goto fail;
+    }
+  }
+  if (ursa__g.guard_mode == 1 || !madv_guard_ok) {
+    if (mprotect(map, guard, PROT_NONE) != 0) goto fail;
+  }
+  t = (struct ursa__thread *)(map + guard + size - URSA__DESC_SIZE);
+  t->stack_lo = map + guard;
+  t->stack_size = size;
+  return t;
+fail:
+  warn_vma_once("add a stack guard page");
+  munmap(map, size + guard);
+  *err = -EAGAIN;
+  return NULL;
+}
+
+struct ursa__thread *ursa__stack_get(struct ursa__vp *vp, size_t size, int *err) {
+  struct ursa__thread *t;
+  if (ursa_likely(size == ursa__g.stack_size && vp->pool != NULL)) {
+    t = vp->pool;
+    vp->pool = t->qnext;
+    vp->pool_len--;
+  } else if ((t = stack_map(size, err)) == NULL) {
+    return NULL;
+  }
+#if URSA_ASAN
+  /* Frames of the previous owner never returned; their redzones must not poison the new one. */
+  ASAN_UNPOISON_MEMORY_REGION(t->stack_lo, t->stack_size);
+#endif
+  return t;
+}
+
+void ursa__stack_put(struct ursa__vp *vp, struct ursa__thread *t) {
+  if (t->stack_size == ursa__g.stack_size && vp->pool_len < ursa__g.stack_cache) {
+    t->qnext = vp->pool;
+    vp->pool = t;
+    vp->pool_len++;
+    return;
+  }
+  munmap(t->stack_lo - ursa__g.guard_size, t->stack_size + ursa__g.guard_size);
+}
+
+int ursa__stack_prealloc(struct ursa__vp *vp, size_t n) {
+  while (n-- && vp->pool_len < ursa__g.stack_cache) {
+    int err;
+    struct ursa__thread *t = stack_map(ursa__g.stack_size, &err);
+    if (t == NULL) return err;
+    ursa__stack_put(vp, t);
+  }
+  return 0;
+}
+
+void ursa__stack_pool_drain(struct ursa__vp *vp) {
+  while (vp->pool) {
+    struct ursa__thread *t = vp->pool;
+    vp->pool = t->qnext;
+    munmap(t->stack_lo - ursa__g.guard_size, t->stack_size + ursa__g.guard_size);
+  }
+  vp->pool_len = 0;
+}
+
+/* ---- stack overflow --------------------------------------------------------------------------- */
+
+static struct sigaction old_segv, old_bus;
+static void *altstack_mem;
+static size_t altstack_size;
+static int handler_installed;
+
+/* Async-signal-safe formatting into a fixed buffer. */
+struct sbuf { char b[256]; size_t n; };
+static void put_s(struct sbuf *s, const char *x) { while (*x && s->n < sizeof s->b - 1) s->b[s->n++] = *x++; }
+static void put_u(struct sbuf *s, uint64_t v, unsigned base) {
+  char tmp[24]; int i = 0;
+  if (base == 16) put_s(s, "0x");
+  do { tmp[i++] = "0123456789abcdef"[v % base]; v /= base; } while (v);
+  while (i-- && s->n < sizeof s->b - 1) s->b[s->n++] = tmp[i];
+}
+
+static void overflow_handler(int sig, siginfo_t *si, void *uctx) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  struct ursa__thread *t = vp ? vp->cur : NULL;
+  char *addr = si->si_addr;
+  if (t && !t->is_main && t->stack_lo && addr >= t->stack_lo - ursa__g.guard_size && addr < t->stack_lo) {
+    struct sbuf s = { .n = 0 };
+    put_s(&s, "ursa: stack overflow in thread ");
+    put_u(&s, t->id, 10);
+    put_s(&s, " (");
+    put_s(&s, t->name[0] ? t->name : "unnamed");
+    put_s(&s, "): stack [");
+    put_u(&s, (uintptr_t)t->stack_lo, 16);
+    put_s(&s, ",");
+    put_u(&s, (uintptr_t)t->stack_lo + t->stack_size, 16);
+    put_s(&s, ") ");
+    put_u(&s, t->stack_size, 10);
+    put_s(&s, " bytes, fault at ");
+    put_u(&s, (uintptr_t)addr, 16);
+    put_s(&s, "\n");
+    if (write(STDERR_FILENO, s.b, s.n) < 0) { /* nothing more can be done */ }
+    abort();
+  }
+  /* Not ours: give the fault to whoever had it before ursa. */
+  {
+    const struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
+    if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) { old->sa_sigaction(sig, si, uctx); return; }
+    if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) { old->sa_handler(sig); return; }
+    sigaction(sig, old, NULL);                   /* the faulting instruction runs again and gets */
+    if (si->si_code <= 0) raise(sig);            /* the old action; a sent signal is re-raised   */
+  }
+}
+
+int ursa__overflow_handler_install(void) {
+  struct sigaction sa;
+  stack_t ss, cur;
+  if (handler_installed) return 0;
+  if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE)) {
+    altstack_size = 65536;
+    altstack_mem = mmap(NULL, altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (altstack_mem == MAP_FAILED) { altstack_mem = NULL; return -ENOMEM; }
+    ss.ss_sp = altstack_mem;
+    ss.ss_size = altstack_size;
+    ss.ss_flags = 0;
+    if (sigaltstack(&ss, NULL) != 0) { munmap(altstack_mem, altstack_size); altstack_mem = NULL; return -ENOMEM; }
+  }
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = overflow_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &old_segv);
+  sigaction(SIGBUS, &sa, &old_bus);
+  handler_installed = 1;
+  return 0;
+}
+
+void ursa__overflow_handler_remove(void) {
+  if (!handler_installed) return;
+  sigaction(SIGSEGV, &old_segv, NULL);
+  sigaction(SIGBUS, &old_bus, NULL);
+  if (altstack_mem) {
+    stack_t ss = { .ss_sp = NULL, .ss_flags = SS_DISABLE, .ss_size = 0 };
+    sigaltstack(&ss, NULL);
+    munmap(altstack_mem, altstack_size);
+    altstack_mem = NULL;
+  }
+  handler_installed = 0;
+}

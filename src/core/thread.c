@@ -1,0 +1,308 @@
+/*
+ * thread.c - thread lifecycle: attributes, the handle table, create, join, detach, exit.
+ *
+ * Protocol
+ *   create  takes a stack (warm pool first: no system call), puts the descriptor at its top,
+ *           takes a handle slot, makes the context and appends the thread to the run queue.
+ *           It never switches: the creator keeps running (SplitThreads' create).
+ *   finish  (return from fn, or ursa_exit) runs key destructors, marks the thread ZOMBIE and
+ *           wakes its joiner; a detached thread is released by the next thread to run.
+ *   join    waits for ZOMBIE, takes the result and releases the thread: its slot's generation is
+ *           bumped (so the handle goes stale) and its stack returns to the pool.
+ *
+ * Handles are generation-tagged indices (see struct ursa__slots in internal.h), so every misuse
+ * of a handle (joined, detached and finished, never valid) is detected, never dereferenced.
+ * Executed only by ursa threads of the VP that owns the thread.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if URSA_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+#define URSA__ATTR_MAGIC 0x75727361u                 /* "ursa" */
+
+struct ursa__attr {
+  uint32_t magic;
+  uint32_t detached;
+  size_t   stacksize;                                /* 0: the default                 */
+  char     name[URSA_NAME_MAX];
+};
+URSA__STATIC_ASSERT_FITS(struct ursa__attr, ursa_attr_t);
+
+/* ---- attributes ------------------------------------------------------------------------------- */
+
+static struct ursa__attr *attr_get(const ursa_attr_t *a) {
+  struct ursa__attr *x = (struct ursa__attr *)(uintptr_t)a;
+  return (x && x->magic == URSA__ATTR_MAGIC) ? x : NULL;
+}
+
+int ursa_attr_init(ursa_attr_t *attr) {
+  struct ursa__attr *a = (struct ursa__attr *)attr;
+  if (attr == NULL) return -EINVAL;
+  memset(attr, 0, sizeof *attr);
+  a->magic = URSA__ATTR_MAGIC;
+  return 0;
+}
+
+int ursa_attr_destroy(ursa_attr_t *attr) {
+  struct ursa__attr *a = attr_get(attr);
+  if (a == NULL) return -EINVAL;
+  a->magic = URSA__MAGIC_DEAD;
+  return 0;
+}
+
+int ursa_attr_setstacksize(ursa_attr_t *attr, size_t size) {
+  struct ursa__attr *a = attr_get(attr);
+  if (a == NULL || size < URSA_STACK_MIN || size > ((size_t)1 << 40)) return -EINVAL;
+  a->stacksize = size;
+  return 0;
+}
+
+int ursa_attr_getstacksize(const ursa_attr_t *attr, size_t *size) {
+  struct ursa__attr *a = attr_get(attr);
+  if (a == NULL || size == NULL) return -EINVAL;
+  *size = a->stacksize ? a->stacksize : (ursa__g.stack_size ? ursa__g.stack_size : 65536);
+  return 0;
+}
+
+int ursa_attr_setname(ursa_attr_t *attr, const char *name) {
+  struct ursa__attr *a = attr_get(attr);
+  if (a == NULL || name == NULL) return -EINVAL;
+  strncpy(a->name, name, URSA_NAME_MAX - 1);
+  a->name[URSA_NAME_MAX - 1] = '\0';
+  return 0;
+}
+
+int ursa_attr_setdetached(ursa_attr_t *attr, int detached) {
+  struct ursa__attr *a = attr_get(attr);
+  if (a == NULL) return -EINVAL;
+  a->detached = detached != 0;
+  return 0;
+}
+
+/* ---- handle table ----------------------------------------------------------------------------- */
+
+static struct ursa__slot *slot_at(uint32_t idx) {
+  return &ursa__g.slots.chunk[idx >> URSA__SLOT_CHUNK_BITS][idx & (URSA__SLOT_CHUNK - 1)];
+}
+
+static int slot_alloc(uint32_t *out) {
+  struct ursa__slots *S = &ursa__g.slots;
+  struct ursa__slot *s;
+  if (ursa_unlikely(S->free_head == 0)) {
+    uint32_t c = S->nslots >> URSA__SLOT_CHUNK_BITS, i;
+    struct ursa__slot *chunk;
+    if (c >= URSA__SLOT_CHUNKS) return -EAGAIN;
+    chunk = calloc(URSA__SLOT_CHUNK, sizeof *chunk);
+    if (chunk == NULL) return -ENOMEM;
+    for (i = 0; i < URSA__SLOT_CHUNK; i++) {
+      chunk[i].gen = 1;
+      chunk[i].next_free = i + 1 < URSA__SLOT_CHUNK ? S->nslots + i + 2 : 0;
+    }
+    S->chunk[c] = chunk;
+    S->free_head = S->nslots + 1;
+    S->nslots += URSA__SLOT_CHUNK;
+  }
+  *out = S->free_head - 1;
+  s = slot_at(*out);
+  S->free_head = s->next_free;
+  return 0;
+}
+
+static void slot_free(uint32_t idx) {
+  struct ursa__slot *s = slot_at(idx);
+  s->t = NULL;
+  if (++s->gen == 0) s->gen = 1;                     /* generation 0 is never used */
+  s->next_free = ursa__g.slots.free_head;
+  ursa__g.slots.free_head = idx + 1;
+}
+
+static ursa_thread_t slot_handle(uint32_t idx) {
+  return (ursa_thread_t)(uintptr_t)(((uint64_t)slot_at(idx)->gen << 32) | (uint64_t)(idx + 1));
+}
+
+static uint32_t handle_index(ursa_thread_t h) { return (uint32_t)(uintptr_t)h - 1u; }
+
+void ursa__thread_foreach(void (*fn)(struct ursa__thread *, void *), void *arg) {
+  uint32_t i;
+  for (i = 0; i < ursa__g.slots.nslots; i++) {
+    struct ursa__slot *s = slot_at(i);
+    if (s->t) fn(s->t, arg);
+  }
+}
+
+/* ---- lifecycle -------------------------------------------------------------------------------- */
+
+int ursa__threads_init(void) {
+  struct ursa__vp *vp = &ursa__g.vp0;
+  struct ursa__thread *m;
+  uint32_t idx;
+  int err;
+  pthread_attr_t pa;
+  memset(&ursa__g.slots, 0, sizeof ursa__g.slots);
+  m = calloc(1, sizeof *m);
+  if (m == NULL) return -ENOMEM;
+  if ((err = slot_alloc(&idx)) != 0) { free(m); return err; }
+  slot_at(idx)->t = m;
+  m->handle = slot_handle(idx);
+  m->vp = vp;
+  m->state = URSA__RUNNING;
+  m->is_main = 1;
+  m->id = ursa__g.next_id++;
+  strcpy(m->name, "main");
+  if (pthread_getattr_np(pthread_self(), &pa) == 0) {   /* the stack's bounds, for ASan */
+    void *lo; size_t sz;
+    if (pthread_attr_getstack(&pa, &lo, &sz) == 0) { m->stack_lo = lo; m->stack_size = sz; }
+    pthread_attr_destroy(&pa);
+  }
+#if URSA_TSAN
+  m->tsan_fiber = __tsan_get_current_fiber();
+#endif
+  vp->cur = m;
+  vp->main_thread = m;
+  vp->nthreads = 1;
+  return 0;
+}
+
+void ursa__threads_fini(void) {
+  uint32_t c;
+  struct ursa__thread *m = ursa__g.vp0.main_thread;
+  if (m) { free(m->keys); free(m); }
+  ursa__g.vp0.main_thread = NULL;
+  for (c = 0; c < URSA__SLOT_CHUNKS && ursa__g.slots.chunk[c]; c++) free(ursa__g.slots.chunk[c]);
+  memset(&ursa__g.slots, 0, sizeof ursa__g.slots);
+}
+
+/* Releases a finished (or never started) thread: its handle goes stale, its stack returns to the
+ * pool.  Never called on the running thread. */
+void ursa__thread_release(struct ursa__vp *vp, struct ursa__thread *t) {
+  slot_free(handle_index(t->handle));
+  free(t->keys);
+  t->keys = NULL;
+  if (t->is_main) return;                            /* main's descriptor lives until fini */
+#if URSA_TSAN
+  __tsan_destroy_fiber(t->tsan_fiber);
+#endif
+  ursa__stack_put(vp, t);
+}
+
+int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *), void *arg) {
+  const struct ursa__attr *a = NULL;
+  struct ursa__thread *t;
+  size_t size;
+  uint32_t idx;
+  int err;
+  URSA_VP_OR_RETURN(vp);
+  if (ursa_unlikely(fn == NULL)) return -EINVAL;
+  size = ursa__g.stack_size;
+  if (attr != NULL) {
+    if ((a = attr_get(attr)) == NULL) return -EINVAL;
+    if (a->stacksize) size = a->stacksize;
+  }
+  if (ursa_unlikely(out == NULL && !(a && a->detached))) return -EINVAL;
+  if (ursa_unlikely(vp->nthreads + 2 > vp->timers_cap) &&
+      (err = ursa__timers_reserve(vp, vp->nthreads + 1)) != 0)
+    return err;
+  if ((err = slot_alloc(&idx)) != 0) return err;
+  if ((t = ursa__stack_get(vp, size, &err)) == NULL) {
+    slot_free(idx);
+    return err;
+  }
+  slot_at(idx)->t = t;
+  t->handle = slot_handle(idx);
+  t->vp = vp;
+  t->saved_errno = 0;
+  t->wake_result = 0;
+  t->state = URSA__READY;
+  t->wait_kind = URSA__W_NONE;
+  t->detached = a ? (uint8_t)a->detached : 0;
+  t->is_main = 0;
+  t->heap_idx = 0;
+  t->wait_obj = NULL;
+  t->fn = fn;
+  t->arg = arg;
+  t->result = NULL;
+  t->joiner = NULL;
+  t->id = ursa__g.next_id++;
+  if (a && a->name[0]) memcpy(t->name, a->name, URSA_NAME_MAX);
+  else t->name[0] = '\0';
+  t->keys = NULL;
+  t->rdheld[0].lock = NULL;                          /* rdheld is packed: first NULL ends it */
+#if URSA_ASAN
+  t->asan_fake = NULL;
+#endif
+#if URSA_TSAN
+  t->tsan_fiber = __tsan_create_fiber(0);
+#endif
+  t->ctx.sp = ursa__ctx_make(t, ursa__thread_entry);
+  ursa__q_push(&vp->runq, t);
+  vp->nthreads++;
+  vp->stats.created++;
+  if (out) *out = t->handle;
+  return 0;
+}
+
+int ursa_join(ursa_thread_t h, void **result) {
+  struct ursa__thread *t, *cur;
+  URSA_VP_OR_RETURN(vp);
+  t = ursa__thread_get(h);
+  if (ursa_unlikely(t == NULL)) return -ESRCH;
+  cur = vp->cur;
+  if (t == cur) return -EDEADLK;
+  if (t->detached || t->joiner) return -EINVAL;
+  if (t->state == URSA__BLOCKED && t->wait_kind == URSA__W_JOIN && t->wait_obj == cur) return -EDEADLK;
+  if (t->state != URSA__ZOMBIE) {
+    t->joiner = cur;
+    ursa__block(vp, URSA__W_JOIN, t, 0);
+    vp = ursa__tls_vp;
+  }
+  if (result) *result = t->result;
+  ursa__thread_release(vp, t);
+  return 0;
+}
+
+int ursa_detach(ursa_thread_t h) {
+  struct ursa__thread *t;
+  URSA_VP_OR_RETURN(vp);
+  t = ursa__thread_get(h);
+  if (t == NULL) return -ESRCH;
+  if (t->detached || t->joiner) return -EINVAL;
+  if (t->state == URSA__ZOMBIE) ursa__thread_release(vp, t);
+  else t->detached = 1;
+  return 0;
+}
+
+void ursa_exit(void *result) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  if (vp == NULL) URSA_PANIC("ursa_exit called outside an ursa thread");
+  ursa__thread_finish(vp, result);
+}
+
+ursa_thread_t ursa_self(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  return vp ? vp->cur->handle : URSA_THREAD_NULL;
+}
+
+uint64_t ursa_thread_id(ursa_thread_t h) {
+  struct ursa__thread *t;
+  if (ursa__tls_vp == NULL) return 0;
+  t = ursa__thread_get(h);
+  return t ? t->id : 0;
+}
+
+int ursa_thread_getname(ursa_thread_t h, char *buf, size_t size) {
+  struct ursa__thread *t;
+  URSA_VP_OR_RETURN(vp);
+  URSA_UNUSED(vp);
+  if (buf == NULL || size == 0) return -EINVAL;
+  if ((t = ursa__thread_get(h)) == NULL) return -ESRCH;
+  strncpy(buf, t->name, size - 1);
+  buf[size - 1] = '\0';
+  return 0;
+}

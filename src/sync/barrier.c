@@ -1,0 +1,51 @@
+/*
+ * barrier.c - barriers.  The thread that completes a round wakes every waiter and gets
+ * URSA_BARRIER_SERIAL_THREAD; the others get 0.  The barrier is reusable at once: the round's
+ * arrival count is reset before anyone is woken.
+ * Executed only by ursa threads.
+ */
+#include "../core/internal.h"
+
+#define URSA__BARRIER_MAGIC 0x42415231u
+
+struct ursa__barrier {
+  uint32_t           magic;
+  uint32_t           count;
+  uint32_t           arrived;
+  struct ursa__waitq q;
+};
+URSA__STATIC_ASSERT_FITS(struct ursa__barrier, ursa_barrier_t);
+
+#define BARRIER_OR_RETURN(x, b)                                               \
+  struct ursa__barrier *x = (struct ursa__barrier *)(b);                      \
+  if (x == NULL || x->magic != URSA__BARRIER_MAGIC) return -EINVAL
+
+int ursa_barrier_init(ursa_barrier_t *b, unsigned count) {
+  struct ursa__barrier *x = (struct ursa__barrier *)b;
+  if (x == NULL || count == 0) return -EINVAL;
+  x->magic = URSA__BARRIER_MAGIC;
+  x->count = count;
+  x->arrived = 0;
+  x->q.head = x->q.tail = NULL;
+  return 0;
+}
+
+int ursa_barrier_destroy(ursa_barrier_t *b) {
+  BARRIER_OR_RETURN(x, b);
+  if (x->arrived) return -EBUSY;
+  x->magic = URSA__MAGIC_DEAD;
+  return 0;
+}
+
+int ursa_barrier_wait(ursa_barrier_t *b) {
+  BARRIER_OR_RETURN(x, b);
+  URSA_VP_OR_RETURN(vp);
+  if (++x->arrived == x->count) {
+    x->arrived = 0;
+    ursa__wake_all(&x->q, 0);
+    return URSA_BARRIER_SERIAL_THREAD;
+  }
+  ursa__q_push(&x->q, vp->cur);
+  ursa__block(vp, URSA__W_BARRIER, x, 0);
+  return 0;
+}

@@ -1,0 +1,180 @@
+/*
+ * cells.c - SplitThreads' I-structures (ursa_ivar_t) and M-structures (ursa_mvar_t).
+ *
+ * I-structure: written once.  A get before the put queues; the put stores the value and wakes
+ * every reader, which then reads the stored value.  A second put is -EBUSY and the first value
+ * stays.
+ *
+ * M-structure: a cell that is full or empty.  put fills an empty cell, take empties a full one;
+ * each completed put is taken exactly once, FIFO on both sides.  Hand-off keeps it that way
+ * without retries: a put that finds a waiting taker gives the value straight to it (the cell stays
+ * empty); a take that empties a cell with a waiting putter refills it with that putter's value
+ * (the cell stays full).  A waiting thread's value travels in its wait_data field.
+ * Executed only by ursa threads.
+ */
+#include "../core/internal.h"
+
+#define URSA__IVAR_MAGIC 0x49565231u
+#define URSA__MVAR_MAGIC 0x4d565231u
+
+struct ursa__ivar {
+  uint32_t           magic;
+  uint32_t           full;
+  void              *value;
+  struct ursa__waitq q;                     /* readers waiting for the put */
+};
+URSA__STATIC_ASSERT_FITS(struct ursa__ivar, ursa_ivar_t);
+
+struct ursa__mvar {
+  uint32_t           magic;
+  uint32_t           full;
+  void              *value;
+  struct ursa__waitq takers, putters;
+};
+URSA__STATIC_ASSERT_FITS(struct ursa__mvar, ursa_mvar_t);
+
+#define IVAR_OR_RETURN(x, v)                                                  \
+  struct ursa__ivar *x = (struct ursa__ivar *)(v);                            \
+  if (x == NULL || x->magic != URSA__IVAR_MAGIC) return -EINVAL
+#define MVAR_OR_RETURN(x, v)                                                  \
+  struct ursa__mvar *x = (struct ursa__mvar *)(v);                            \
+  if (x == NULL || x->magic != URSA__MVAR_MAGIC) return -EINVAL
+
+/* ---- I-structures ----------------------------------------------------------------------------- */
+
+int ursa_ivar_init(ursa_ivar_t *v) {
+  struct ursa__ivar *x = (struct ursa__ivar *)v;
+  if (x == NULL) return -EINVAL;
+  x->magic = URSA__IVAR_MAGIC;
+  x->full = 0;
+  x->value = NULL;
+  x->q.head = x->q.tail = NULL;
+  return 0;
+}
+
+int ursa_ivar_destroy(ursa_ivar_t *v) {
+  IVAR_OR_RETURN(x, v);
+  if (!ursa__q_empty(&x->q)) return -EBUSY;
+  x->magic = URSA__MAGIC_DEAD;
+  return 0;
+}
+
+int ursa_ivar_put(ursa_ivar_t *v, void *value) {
+  IVAR_OR_RETURN(x, v);
+  if (ursa__tls_vp == NULL) return -EPERM;
+  if (x->full) return -EBUSY;               /* written once: keep the first value */
+  x->value = value;
+  x->full = 1;
+  ursa__wake_all(&x->q, 0);
+  return 0;
+}
+
+int ursa_ivar_get(ursa_ivar_t *v, void **value) {
+  IVAR_OR_RETURN(x, v);
+  URSA_VP_OR_RETURN(vp);
+  if (value == NULL) return -EINVAL;
+  if (!x->full) {
+    ursa__q_push(&x->q, vp->cur);
+    ursa__block(vp, URSA__W_IVAR, x, 0);
+  }
+  *value = x->value;
+  return 0;
+}
+
+int ursa_ivar_tryget(ursa_ivar_t *v, void **value) {
+  IVAR_OR_RETURN(x, v);
+  if (value == NULL) return -EINVAL;
+  if (!x->full) return -EAGAIN;
+  *value = x->value;
+  return 0;
+}
+
+/* ---- M-structures ----------------------------------------------------------------------------- */
+
+int ursa_mvar_init(ursa_mvar_t *v) {
+  struct ursa__mvar *x = (struct ursa__mvar *)v;
+  if (x == NULL) return -EINVAL;
+  x->magic = URSA__MVAR_MAGIC;
+  x->full = 0;
+  x->value = NULL;
+  x->takers.head = x->takers.tail = x->putters.head = x->putters.tail = NULL;
+  return 0;
+}
+
+int ursa_mvar_destroy(ursa_mvar_t *v) {
+  MVAR_OR_RETURN(x, v);
+  if (!ursa__q_empty(&x->takers) || !ursa__q_empty(&x->putters)) return -EBUSY;
+  x->magic = URSA__MAGIC_DEAD;
+  return 0;
+}
+
+/* Fills the empty cell, or hands value to the first waiting taker. */
+static void mvar_fill(struct ursa__mvar *x, void *value) {
+  struct ursa__thread *t = ursa__q_pop(&x->takers);
+  if (t) {
+    t->wait_data = value;
+    ursa__wake(t, 0);
+  } else {
+    x->value = value;
+    x->full = 1;
+  }
+}
+
+/* Empties the full cell into *value, refilling it from the first waiting putter. */
+static void mvar_drain(struct ursa__mvar *x, void **value) {
+  struct ursa__thread *p = ursa__q_pop(&x->putters);
+  *value = x->value;
+  if (p) {
+    x->value = p->wait_data;
+    ursa__wake(p, 0);
+  } else {
+    x->value = NULL;
+    x->full = 0;
+  }
+}
+
+int ursa_mvar_put(ursa_mvar_t *v, void *value) {
+  MVAR_OR_RETURN(x, v);
+  URSA_VP_OR_RETURN(vp);
+  if (!x->full) {
+    mvar_fill(x, value);
+    return 0;
+  }
+  vp->cur->wait_data = value;
+  ursa__q_push(&x->putters, vp->cur);
+  ursa__block(vp, URSA__W_MVAR_PUT, x, 0);  /* a take moved our value into the cell */
+  return 0;
+}
+
+int ursa_mvar_tryput(ursa_mvar_t *v, void *value) {
+  MVAR_OR_RETURN(x, v);
+  if (ursa__tls_vp == NULL) return -EPERM;
+  if (x->full) return -EAGAIN;
+  mvar_fill(x, value);
+  return 0;
+}
+
+int ursa_mvar_take(ursa_mvar_t *v, void **value) {
+  struct ursa__thread *cur;
+  MVAR_OR_RETURN(x, v);
+  URSA_VP_OR_RETURN(vp);
+  if (value == NULL) return -EINVAL;
+  if (x->full) {
+    mvar_drain(x, value);
+    return 0;
+  }
+  cur = vp->cur;
+  ursa__q_push(&x->takers, cur);
+  ursa__block(vp, URSA__W_MVAR_TAKE, x, 0);
+  *value = cur->wait_data;                  /* handed over by the put */
+  return 0;
+}
+
+int ursa_mvar_trytake(ursa_mvar_t *v, void **value) {
+  MVAR_OR_RETURN(x, v);
+  if (ursa__tls_vp == NULL) return -EPERM;
+  if (value == NULL) return -EINVAL;
+  if (!x->full) return -EAGAIN;
+  mvar_drain(x, value);
+  return 0;
+}

@@ -1,0 +1,190 @@
+/*
+ * mutex.c - mutexes (normal, error-checking, recursive) and condition variables.
+ *
+ * Mutex protocol: ownership passes directly from the unlocker to the first waiter (FIFO), which
+ * wakes up owning the mutex; a lock never has to retry.  Every type records its owner, so
+ * unlocking a mutex the caller does not hold is -EPERM for all types (stricter than POSIX for
+ * NORMAL, where it is undefined).  A NORMAL mutex relocked by its owner blocks for good, as POSIX
+ * requires; the deadlock report then names the mutex.
+ *
+ * Condition variable protocol: wait queues the caller on the condition, releases the mutex fully
+ * (a recursive count is saved), blocks, and relocks before returning, also after a timeout.
+ * signal wakes the first waiter, broadcast all, in FIFO order.
+ * Executed only by ursa threads.
+ */
+#include "../core/internal.h"
+
+#define URSA__MUTEX_MAGIC 0x4d545831u
+#define URSA__COND_MAGIC  0x434f4e31u
+
+struct ursa__mutex {
+  uint32_t             magic;
+  uint32_t             type;
+  uint32_t             count;               /* extra recursive locks by the owner */
+  struct ursa__thread *owner;
+  struct ursa__waitq   q;
+};
+URSA__STATIC_ASSERT_FITS(struct ursa__mutex, ursa_mutex_t);
+
+struct ursa__cond {
+  uint32_t           magic;
+  struct ursa__waitq q;
+};
+URSA__STATIC_ASSERT_FITS(struct ursa__cond, ursa_cond_t);
+
+static struct ursa__mutex *mutex_get(ursa_mutex_t *m) {
+  struct ursa__mutex *x = (struct ursa__mutex *)m;
+  if (x == NULL || ursa__obj_check(&x->magic, URSA__MUTEX_MAGIC, true) != 0) return NULL;
+  return x;
+}
+
+int ursa_mutex_init(ursa_mutex_t *m, int type) {
+  struct ursa__mutex *x = (struct ursa__mutex *)m;
+  if (x == NULL || type < URSA_MUTEX_NORMAL || type > URSA_MUTEX_RECURSIVE) return -EINVAL;
+  x->magic = URSA__MUTEX_MAGIC;
+  x->type = (uint32_t)type;
+  x->count = 0;
+  x->owner = NULL;
+  x->q.head = x->q.tail = NULL;
+  return 0;
+}
+
+int ursa_mutex_destroy(ursa_mutex_t *m) {
+  struct ursa__mutex *x = mutex_get(m);
+  if (x == NULL) return -EINVAL;
+  if (x->owner || !ursa__q_empty(&x->q)) return -EBUSY;
+  x->magic = URSA__MAGIC_DEAD;
+  return 0;
+}
+
+/* try: fail with -EBUSY instead of blocking; deadline: 0 for none. */
+static int mutex_lock(struct ursa__mutex *x, struct ursa__vp *vp, bool try, uint64_t deadline) {
+  struct ursa__thread *cur = vp->cur;
+  if (ursa_likely(x->owner == NULL)) {
+    x->owner = cur;
+    return 0;
+  }
+  if (x->owner == cur) {
+    if (x->type == URSA_MUTEX_ERRORCHECK) return -EDEADLK;
+    if (x->type == URSA_MUTEX_RECURSIVE) {
+      if (x->count == UINT32_MAX) return -EAGAIN;
+      x->count++;
+      return 0;
+    }
+  }
+  if (try) return -EBUSY;
+  ursa__q_push(&x->q, cur);
+  return ursa__block(vp, URSA__W_MUTEX, x, deadline);  /* 0: the unlocker made us the owner */
+}
+
+/* Releases x completely (any recursion count is dropped) and hands it to the first waiter. */
+static void mutex_release(struct ursa__mutex *x) {
+  struct ursa__thread *t = ursa__q_pop(&x->q);
+  x->count = 0;
+  x->owner = t;
+  if (t) ursa__wake(t, 0);
+}
+
+int ursa_mutex_lock(ursa_mutex_t *m) {
+  struct ursa__mutex *x = mutex_get(m);
+  URSA_VP_OR_RETURN(vp);
+  if (x == NULL) return -EINVAL;
+  return mutex_lock(x, vp, false, 0);
+}
+
+int ursa_mutex_trylock(ursa_mutex_t *m) {
+  struct ursa__mutex *x = mutex_get(m);
+  URSA_VP_OR_RETURN(vp);
+  if (x == NULL) return -EINVAL;
+  return mutex_lock(x, vp, true, 0);
+}
+
+int ursa_mutex_timedlock(ursa_mutex_t *m, int clock, const struct timespec *abstime) {
+  struct ursa__mutex *x = mutex_get(m);
+  uint64_t d;
+  int err;
+  URSA_VP_OR_RETURN(vp);
+  if (x == NULL) return -EINVAL;
+  if ((err = ursa__deadline(clock, abstime, &d)) != 0) return err;
+  return mutex_lock(x, vp, false, d);
+}
+
+int ursa_mutex_unlock(ursa_mutex_t *m) {
+  struct ursa__mutex *x = mutex_get(m);
+  URSA_VP_OR_RETURN(vp);
+  if (x == NULL) return -EINVAL;
+  if (x->owner != vp->cur) return -EPERM;
+  if (x->count) {
+    x->count--;
+    return 0;
+  }
+  mutex_release(x);
+  return 0;
+}
+
+/* ---- condition variables ---------------------------------------------------------------------- */
+
+static struct ursa__cond *cond_get(ursa_cond_t *c) {
+  struct ursa__cond *x = (struct ursa__cond *)c;
+  if (x == NULL || ursa__obj_check(&x->magic, URSA__COND_MAGIC, true) != 0) return NULL;
+  return x;
+}
+
+int ursa_cond_init(ursa_cond_t *c) {
+  struct ursa__cond *x = (struct ursa__cond *)c;
+  if (x == NULL) return -EINVAL;
+  x->magic = URSA__COND_MAGIC;
+  x->q.head = x->q.tail = NULL;
+  return 0;
+}
+
+int ursa_cond_destroy(ursa_cond_t *c) {
+  struct ursa__cond *x = cond_get(c);
+  if (x == NULL) return -EINVAL;
+  if (!ursa__q_empty(&x->q)) return -EBUSY;
+  x->magic = URSA__MAGIC_DEAD;
+  return 0;
+}
+
+static int cond_wait(ursa_cond_t *c, ursa_mutex_t *m, uint64_t deadline) {
+  struct ursa__cond *x = cond_get(c);
+  struct ursa__mutex *mx = mutex_get(m);
+  uint32_t count;
+  int r;
+  URSA_VP_OR_RETURN(vp);
+  if (x == NULL || mx == NULL) return -EINVAL;
+  if (mx->owner != vp->cur) return -EPERM;
+  count = mx->count;
+  ursa__q_push(&x->q, vp->cur);
+  mutex_release(mx);
+  r = ursa__block(vp, URSA__W_COND, x, deadline);
+  vp = ursa__tls_vp;
+  mutex_lock(mx, vp, false, 0);                        /* relock, also after a timeout */
+  mx->count = count;
+  return r;
+}
+
+int ursa_cond_wait(ursa_cond_t *c, ursa_mutex_t *m) { return cond_wait(c, m, 0); }
+
+int ursa_cond_timedwait(ursa_cond_t *c, ursa_mutex_t *m, int clock, const struct timespec *abstime) {
+  uint64_t d;
+  int err = ursa__deadline(clock, abstime, &d);
+  return err ? err : cond_wait(c, m, d);
+}
+
+int ursa_cond_signal(ursa_cond_t *c) {
+  struct ursa__cond *x = cond_get(c);
+  struct ursa__thread *t;
+  if (x == NULL) return -EINVAL;
+  if (ursa__tls_vp == NULL) return -EPERM;
+  if ((t = ursa__q_pop(&x->q)) != NULL) ursa__wake(t, 0);
+  return 0;
+}
+
+int ursa_cond_broadcast(ursa_cond_t *c) {
+  struct ursa__cond *x = cond_get(c);
+  if (x == NULL) return -EINVAL;
+  if (ursa__tls_vp == NULL) return -EPERM;
+  ursa__wake_all(&x->q, 0);
+  return 0;
+}

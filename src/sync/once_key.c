@@ -1,0 +1,112 @@
+/*
+ * once_key.c - ursa_once and thread-specific keys.
+ *
+ * Keys: a process-wide table of URSA_KEYS_MAX entries, each with a generation; a key value is
+ * generation << 8 | index, so a deleted key (or one never created) is detected.  Each thread's
+ * values live in an array allocated at its first ursa_setspecific (so threads that use no key
+ * cost nothing), stamped with the generation they were set under.
+ * Executed only by ursa threads.
+ */
+#include "../core/internal.h"
+
+#include <stdlib.h>
+
+struct ursa__once {
+  uint32_t             state;               /* 0 not run, 1 running, 2 done */
+  struct ursa__thread *runner;
+  struct ursa__waitq   q;
+};
+URSA__STATIC_ASSERT_FITS(struct ursa__once, ursa_once_t);
+
+int ursa_once(ursa_once_t *once, void (*fn)(void)) {
+  struct ursa__once *o = (struct ursa__once *)once;
+  URSA_VP_OR_RETURN(vp);
+  if (o == NULL || fn == NULL || o->state > 2) return -EINVAL;
+  if (o->state == 2) return 0;
+  if (o->state == 1) {
+    if (o->runner == vp->cur) return -EDEADLK;
+    ursa__q_push(&o->q, vp->cur);
+    ursa__block(vp, URSA__W_ONCE, o, 0);
+    return 0;
+  }
+  o->state = 1;
+  o->runner = vp->cur;
+  fn();
+  o->state = 2;
+  o->runner = NULL;
+  ursa__wake_all(&o->q, 0);
+  return 0;
+}
+
+/* ---- keys ------------------------------------------------------------------------------------- */
+
+struct ursa__key {
+  uint32_t gen;                             /* odd while in use */
+  void   (*destructor)(void *);
+};
+static struct ursa__key keys[URSA_KEYS_MAX];
+
+static int key_index(ursa_key_t key) {
+  uint32_t i = key & 0xff, gen = key >> 8;
+  if (i >= URSA_KEYS_MAX || !(keys[i].gen & 1) || (keys[i].gen & 0xffffff) != gen) return -1;
+  return (int)i;
+}
+
+int ursa_key_create(ursa_key_t *key, void (*destructor)(void *)) {
+  int i;
+  if (key == NULL) return -EINVAL;
+  if (ursa__tls_vp == NULL) return -EPERM;
+  for (i = 0; i < URSA_KEYS_MAX; i++) {
+    if (!(keys[i].gen & 1)) {
+      keys[i].gen = (keys[i].gen + 1) & 0xffffff;   /* odd: in use */
+      keys[i].destructor = destructor;
+      *key = (keys[i].gen << 8) | (uint32_t)i;
+      return 0;
+    }
+  }
+  return -EAGAIN;
+}
+
+int ursa_key_delete(ursa_key_t key) {
+  int i = key_index(key);
+  if (ursa__tls_vp == NULL) return -EPERM;
+  if (i < 0) return -EINVAL;
+  keys[i].gen = (keys[i].gen + 1) & 0xffffff;       /* even: free; old values go stale */
+  keys[i].destructor = NULL;
+  return 0;
+}
+
+int ursa_setspecific(ursa_key_t key, const void *value) {
+  int i = key_index(key);
+  struct ursa__thread *t;
+  URSA_VP_OR_RETURN(vp);
+  if (i < 0) return -EINVAL;
+  t = vp->cur;
+  if (t->keys == NULL && (t->keys = calloc(URSA_KEYS_MAX, sizeof *t->keys)) == NULL) return -ENOMEM;
+  t->keys[i].value = (void *)(uintptr_t)value;
+  t->keys[i].gen = keys[i].gen;
+  return 0;
+}
+
+void *ursa_getspecific(ursa_key_t key) {
+  int i = key_index(key);
+  struct ursa__vp *vp = ursa__tls_vp;
+  struct ursa__thread *t;
+  if (i < 0 || vp == NULL || (t = vp->cur)->keys == NULL) return NULL;
+  return t->keys[i].gen == keys[i].gen ? t->keys[i].value : NULL;
+}
+
+void ursa__keys_run_destructors(struct ursa__thread *t) {
+  int round, i, again = 1;
+  for (round = 0; t->keys && again && round < URSA_KEY_DESTRUCTOR_ITERATIONS; round++) {
+    again = 0;
+    for (i = 0; i < URSA_KEYS_MAX; i++) {
+      void *v = t->keys[i].value;
+      if (v && t->keys[i].gen == keys[i].gen && keys[i].destructor) {
+        t->keys[i].value = NULL;
+        keys[i].destructor(v);
+        again = 1;
+      }
+    }
+  }
+}

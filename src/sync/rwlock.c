@@ -1,0 +1,174 @@
+/*
+ * rwlock.c - reader-writer locks without needless wake-ups (the journal paper, section 4.3).
+ *
+ * Protocol: the unlocker grants the lock before it wakes anyone: either it makes one waiting
+ * writer the owner, or it counts every waiting reader in as a holder.  So a woken thread always
+ * holds the lock and never blocks again.  Policy (phase-fair): a reader that arrives while a
+ * writer waits queues behind it; when a writer unlocks, waiting readers go first, then writers;
+ * when the last reader unlocks, one writer goes.
+ *
+ * Each thread records the rwlocks it holds for reading (struct ursa__rdheld, at most
+ * URSA_RWLOCK_READ_MAX), so unlocking a lock the caller does not hold is -EPERM and leaves the
+ * lock unchanged, and a read lock may be taken recursively.
+ * Executed only by ursa threads.
+ */
+#include "../core/internal.h"
+
+#define URSA__RWLOCK_MAGIC 0x52574c31u
+
+struct ursa__rwlock {
+  uint32_t             magic;
+  uint32_t             readers;             /* read holds, recursive ones included */
+  struct ursa__thread *writer;
+  struct ursa__waitq   rq, wq;              /* waiting readers, waiting writers */
+};
+URSA__STATIC_ASSERT_FITS(struct ursa__rwlock, ursa_rwlock_t);
+
+static struct ursa__rwlock *rw_get(ursa_rwlock_t *l) {
+  struct ursa__rwlock *x = (struct ursa__rwlock *)l;
+  if (x == NULL || ursa__obj_check(&x->magic, URSA__RWLOCK_MAGIC, true) != 0) return NULL;
+  return x;
+}
+
+/* The caller's read-hold record of x, or NULL.  rdheld is packed: the first NULL lock ends it. */
+static struct ursa__rdheld *held(struct ursa__thread *t, void *x) {
+  int i;
+  for (i = 0; i < URSA_RWLOCK_READ_MAX && t->rdheld[i].lock; i++)
+    if (t->rdheld[i].lock == x) return &t->rdheld[i];
+  return NULL;
+}
+
+static int held_count(struct ursa__thread *t) {
+  int i = 0;
+  while (i < URSA_RWLOCK_READ_MAX && t->rdheld[i].lock) i++;
+  return i;
+}
+
+static void held_add(struct ursa__thread *t, void *x) {
+  int n = held_count(t);
+  t->rdheld[n].lock = x;
+  t->rdheld[n].count = 1;
+  if (n + 1 < URSA_RWLOCK_READ_MAX) t->rdheld[n + 1].lock = NULL;
+}
+
+static void held_drop(struct ursa__thread *t, struct ursa__rdheld *h) {
+  int n = held_count(t);
+  *h = t->rdheld[n - 1];                    /* keep the array packed */
+  t->rdheld[n - 1].lock = NULL;
+}
+
+/* Hands a free lock to waiters: all readers if prefer_readers or no writer waits, else one writer. */
+static void grant(struct ursa__rwlock *x, bool prefer_readers) {
+  struct ursa__thread *t;
+  if (x->writer || x->readers) return;
+  if (!ursa__q_empty(&x->rq) && (prefer_readers || ursa__q_empty(&x->wq))) {
+    while ((t = ursa__q_pop(&x->rq)) != NULL) {
+      x->readers++;
+      ursa__wake(t, 0);
+    }
+  } else if ((t = ursa__q_pop(&x->wq)) != NULL) {
+    x->writer = t;
+    ursa__wake(t, 0);
+  }
+}
+
+int ursa_rwlock_init(ursa_rwlock_t *l) {
+  struct ursa__rwlock *x = (struct ursa__rwlock *)l;
+  if (x == NULL) return -EINVAL;
+  x->magic = URSA__RWLOCK_MAGIC;
+  x->readers = 0;
+  x->writer = NULL;
+  x->rq.head = x->rq.tail = x->wq.head = x->wq.tail = NULL;
+  return 0;
+}
+
+int ursa_rwlock_destroy(ursa_rwlock_t *l) {
+  struct ursa__rwlock *x = rw_get(l);
+  if (x == NULL) return -EINVAL;
+  if (x->writer || x->readers || !ursa__q_empty(&x->rq) || !ursa__q_empty(&x->wq)) return -EBUSY;
+  x->magic = URSA__MAGIC_DEAD;
+  return 0;
+}
+
+static int rdlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
+  struct ursa__rwlock *x = rw_get(l);
+  struct ursa__rdheld *h;
+  struct ursa__thread *cur;
+  int r;
+  URSA_VP_OR_RETURN(vp);
+  if (x == NULL) return -EINVAL;
+  cur = vp->cur;
+  if (x->writer == cur) return -EDEADLK;
+  if ((h = held(cur, x)) != NULL) {         /* recursive read: never queue behind a writer */
+    if (h->count == UINT32_MAX) return -EAGAIN;
+    h->count++;
+    x->readers++;
+    return 0;
+  }
+  if (held_count(cur) == URSA_RWLOCK_READ_MAX) return -EAGAIN;
+  if (x->writer == NULL && ursa__q_empty(&x->wq)) {
+    x->readers++;
+    held_add(cur, x);
+    return 0;
+  }
+  if (try) return -EBUSY;
+  ursa__q_push(&x->rq, cur);
+  r = ursa__block(vp, URSA__W_RDLOCK, x, deadline);
+  if (r == 0) held_add(cur, x);             /* the unlocker counted us in */
+  return r;
+}
+
+static int wrlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
+  struct ursa__rwlock *x = rw_get(l);
+  struct ursa__thread *cur;
+  int r;
+  URSA_VP_OR_RETURN(vp);
+  if (x == NULL) return -EINVAL;
+  cur = vp->cur;
+  if (x->writer == cur || held(cur, x)) return -EDEADLK;
+  if (x->writer == NULL && x->readers == 0) {
+    x->writer = cur;
+    return 0;
+  }
+  if (try) return -EBUSY;
+  ursa__q_push(&x->wq, cur);
+  r = ursa__block(vp, URSA__W_WRLOCK, x, deadline);
+  if (r != 0) grant(x, true);               /* we held readers back while we waited */
+  return r;
+}
+
+int ursa_rwlock_rdlock(ursa_rwlock_t *l) { return rdlock(l, false, 0); }
+int ursa_rwlock_tryrdlock(ursa_rwlock_t *l) { return rdlock(l, true, 0); }
+int ursa_rwlock_wrlock(ursa_rwlock_t *l) { return wrlock(l, false, 0); }
+int ursa_rwlock_trywrlock(ursa_rwlock_t *l) { return wrlock(l, true, 0); }
+
+int ursa_rwlock_timedrdlock(ursa_rwlock_t *l, int clock, const struct timespec *abstime) {
+  uint64_t d;
+  int err = ursa__deadline(clock, abstime, &d);
+  return err ? err : rdlock(l, false, d);
+}
+
+int ursa_rwlock_timedwrlock(ursa_rwlock_t *l, int clock, const struct timespec *abstime) {
+  uint64_t d;
+  int err = ursa__deadline(clock, abstime, &d);
+  return err ? err : wrlock(l, false, d);
+}
+
+int ursa_rwlock_unlock(ursa_rwlock_t *l) {
+  struct ursa__rwlock *x = rw_get(l);
+  struct ursa__rdheld *h;
+  struct ursa__thread *cur;
+  URSA_VP_OR_RETURN(vp);
+  if (x == NULL) return -EINVAL;
+  cur = vp->cur;
+  if (x->writer == cur) {
+    x->writer = NULL;
+    grant(x, true);
+    return 0;
+  }
+  if ((h = held(cur, x)) == NULL) return -EPERM;
+  if (--h->count == 0) held_drop(cur, h);
+  x->readers--;
+  grant(x, false);
+  return 0;
+}

@@ -1,0 +1,90 @@
+/*
+ * sem.c - counting semaphores (P = wait, V = post).
+ *
+ * Protocol: a post with waiters hands its unit straight to the first waiter (FIFO) and makes it
+ * READY; the value is not incremented, so the woken thread never has to check again and a later
+ * P cannot overtake it.  A post never switches.  A timed-out waiter has been removed from the
+ * queue by its timer (sched.c), so no unit is ever lost to it.
+ * Executed only by ursa threads of the VP that owns the semaphore's waiters.
+ */
+#include "../core/internal.h"
+
+#define URSA__SEM_MAGIC 0x53454d31u
+
+struct ursa__sem {
+  uint32_t           magic;
+  uint32_t           value;
+  struct ursa__waitq q;                     /* waiters, FIFO */
+};
+URSA__STATIC_ASSERT_FITS(struct ursa__sem, ursa_sem_t);
+
+#define SEM_OR_RETURN(x, s)                                                   \
+  struct ursa__sem *x = (struct ursa__sem *)(s);                              \
+  if (ursa_unlikely(x == NULL || x->magic != URSA__SEM_MAGIC)) return -EINVAL
+
+int ursa_sem_init(ursa_sem_t *s, unsigned value) {
+  struct ursa__sem *x = (struct ursa__sem *)s;
+  if (x == NULL || value > URSA_SEM_VALUE_MAX) return -EINVAL;
+  x->magic = URSA__SEM_MAGIC;
+  x->value = value;
+  x->q.head = x->q.tail = NULL;
+  return 0;
+}
+
+int ursa_sem_destroy(ursa_sem_t *s) {
+  SEM_OR_RETURN(x, s);
+  if (!ursa__q_empty(&x->q)) return -EBUSY;
+  x->magic = URSA__MAGIC_DEAD;
+  return 0;
+}
+
+static int sem_wait(ursa_sem_t *s, uint64_t deadline) {
+  SEM_OR_RETURN(x, s);
+  URSA_VP_OR_RETURN(vp);
+  vp->stats.p_ops++;
+  if (ursa_likely(x->value > 0)) {
+    x->value--;
+    return 0;
+  }
+  vp->stats.p_blocking++;
+  ursa__q_push(&x->q, vp->cur);
+  return ursa__block(vp, URSA__W_SEM, x, deadline);   /* 0: a post handed us its unit */
+}
+
+int ursa_sem_wait(ursa_sem_t *s) { return sem_wait(s, 0); }
+
+int ursa_sem_timedwait(ursa_sem_t *s, int clock, const struct timespec *abstime) {
+  uint64_t d;
+  int err = ursa__deadline(clock, abstime, &d);
+  return err ? err : sem_wait(s, d);
+}
+
+int ursa_sem_trywait(ursa_sem_t *s) {
+  SEM_OR_RETURN(x, s);
+  URSA_VP_OR_RETURN(vp);
+  vp->stats.p_ops++;
+  if (x->value == 0) return -EAGAIN;
+  x->value--;
+  return 0;
+}
+
+int ursa_sem_post(ursa_sem_t *s) {
+  struct ursa__thread *t;
+  SEM_OR_RETURN(x, s);
+  URSA_VP_OR_RETURN(vp);
+  URSA_UNUSED(vp);
+  if ((t = ursa__q_pop(&x->q)) != NULL) {
+    ursa__wake(t, 0);
+    return 0;
+  }
+  if (x->value >= URSA_SEM_VALUE_MAX) return -EOVERFLOW;
+  x->value++;
+  return 0;
+}
+
+int ursa_sem_getvalue(ursa_sem_t *s, int *value) {
+  SEM_OR_RETURN(x, s);
+  if (value == NULL) return -EINVAL;
+  *value = (int)x->value;
+  return 0;
+}

@@ -1,0 +1,114 @@
+/*
+ * runner.c - the test runner.  `ursa_tests NAME` runs one test in this process (CTest runs each
+ * test that way: one process each, under CTest's timeout).  `ursa_tests` alone runs every test in
+ * its own forked child, kills it after a timeout (30 s x URSA_TEST_TIMEOUT_MULTIPLIER) and prints
+ * TAP.  `ursa_tests --list` prints the names.
+ */
+#include "task.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TEST(name) int test_##name(void);
+#include "test-list.h"
+#undef TEST
+
+struct entry { const char *name; int (*fn)(void); };
+static const struct entry tests[] = {
+#define TEST(name) { #name, test_##name },
+#include "test-list.h"
+#undef TEST
+};
+#define NTESTS (sizeof tests / sizeof tests[0])
+
+uint64_t test_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void run_child(void (*fn)(void), int *status, char *out, size_t size) {
+  int p[2];
+  pid_t pid;
+  size_t n = 0;
+  ssize_t r;
+  fflush(NULL);
+  if (pipe(p) != 0) FAIL("pipe");
+  pid = fork();
+  if (pid < 0) FAIL("fork");
+  if (pid == 0) {
+    close(p[0]);
+    dup2(p[1], STDERR_FILENO);
+    dup2(p[1], STDOUT_FILENO);
+    close(p[1]);
+    fn();
+    fflush(NULL);
+    _exit(0);
+  }
+  close(p[1]);
+  while (n + 1 < size && (r = read(p[0], out + n, size - 1 - n)) > 0) n += (size_t)r;
+  out[n] = '\0';
+  {
+    char sink[4096];                         /* drain the rest so the child never blocks */
+    while (read(p[0], sink, sizeof sink) > 0) {}
+  }
+  close(p[0]);
+  if (waitpid(pid, status, 0) != pid) FAIL("waitpid");
+}
+
+static int run_one(const struct entry *e) {
+  int r = e->fn();
+  fflush(NULL);
+  return r;
+}
+
+static int run_forked(const struct entry *e, double timeout_s) {
+  pid_t pid;
+  int status = 0;
+  uint64_t deadline = test_now_ns() + (uint64_t)(timeout_s * 1e9);
+  fflush(NULL);
+  pid = fork();
+  if (pid == 0) _exit(run_one(e));
+  for (;;) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (test_now_ns() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      fprintf(stderr, "# %s: timed out after %.0f s\n", e->name, timeout_s);
+      return 1;
+    }
+    usleep(2000);
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  fprintf(stderr, "# %s: killed by signal %d\n", e->name, WTERMSIG(status));
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  size_t i;
+  int failed = 0, passed = 0, skipped = 0;
+  double mult = getenv("URSA_TEST_TIMEOUT_MULTIPLIER") ? atof(getenv("URSA_TEST_TIMEOUT_MULTIPLIER")) : 1.0;
+  if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+    for (i = 0; i < NTESTS; i++) printf("%s\n", tests[i].name);
+    return 0;
+  }
+  if (argc == 2) {
+    for (i = 0; i < NTESTS; i++)
+      if (strcmp(argv[1], tests[i].name) == 0) return run_one(&tests[i]);
+    fprintf(stderr, "ursa_tests: no test named %s (try --list)\n", argv[1]);
+    return 2;
+  }
+  printf("1..%zu\n", NTESTS);
+  for (i = 0; i < NTESTS; i++) {
+    int r = run_forked(&tests[i], 30.0 * (mult > 0 ? mult : 1.0));
+    if (r == 0) { printf("ok %zu - %s\n", i + 1, tests[i].name); passed++; }
+    else if (r == TEST_SKIP_CODE) { printf("ok %zu - %s # SKIP\n", i + 1, tests[i].name); skipped++; }
+    else { printf("not ok %zu - %s\n", i + 1, tests[i].name); failed++; }
+    fflush(stdout);
+  }
+  printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,64 @@
+/*
+ * task.h - the test vocabulary: typed assertions that print both operands, skipping, and running
+ * a scenario in a child process to check what it prints and how it exits.
+ */
+#ifndef URSA_TEST_TASK_H
+#define URSA_TEST_TASK_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ursa.h"
+
+#define TEST_IMPL(name) int test_##name(void); int test_##name(void)
+#define TEST_SKIP_CODE 77
+
+#define FAIL(...)                                                                 \
+  do {                                                                            \
+    fprintf(stderr, "Assertion failed in %s on line %d: ", __FILE__, __LINE__);   \
+    fprintf(stderr, __VA_ARGS__);                                                 \
+    fprintf(stderr, "\n");                                                        \
+    fflush(stderr);                                                               \
+    abort();                                                                      \
+  } while (0)
+
+#define ASSERT(c) do { if (!(c)) FAIL("`%s`", #c); } while (0)
+#define ASSERT_BASE(a, op, b, type, fmt)                                          \
+  do {                                                                            \
+    type a_ = (type)(a); type b_ = (type)(b);                                       \
+    if (!(a_ op b_)) FAIL("`%s %s %s` (" fmt " %s " fmt ")", #a, #op, #b, a_, #op, b_); \
+  } while (0)
+#define ASSERT_EQ(a, b) ASSERT_BASE(a, ==, b, long long, "%lld")
+#define ASSERT_NE(a, b) ASSERT_BASE(a, !=, b, long long, "%lld")
+#define ASSERT_GE(a, b) ASSERT_BASE(a, >=, b, long long, "%lld")
+#define ASSERT_LE(a, b) ASSERT_BASE(a, <=, b, long long, "%lld")
+#define ASSERT_LT(a, b) ASSERT_BASE(a, <, b, long long, "%lld")
+#define ASSERT_GT(a, b) ASSERT_BASE(a, >, b, long long, "%lld")
+#define ASSERT_PTR_EQ(a, b) ASSERT_BASE(a, ==, b, const void *, "%p")
+#define ASSERT_OK(call)                                                           \
+  do {                                                                            \
+    int r_ = (call);                                                              \
+    if (r_ != 0) FAIL("`%s` returned %d (%s)", #call, r_, ursa_strerror(r_));     \
+  } while (0)
+#define ASSERT_ERR(call, err)                                                     \
+  do {                                                                            \
+    int r_ = (call);                                                              \
+    if (r_ != (err)) FAIL("`%s` returned %d (%s), expected %d (%s)", #call, r_,   \
+                          ursa_strerror(r_), (int)(err), ursa_strerror(err));     \
+  } while (0)
+#define ASSERT_STR_CONTAINS(hay, needle)                                          \
+  do {                                                                            \
+    if (strstr((hay), (needle)) == NULL)                                          \
+      FAIL("output does not contain \"%s\"; it was:\n%s", (needle), (hay));       \
+  } while (0)
+#define RETURN_SKIP(why) do { fprintf(stderr, "SKIP: %s\n", why); return TEST_SKIP_CODE; } while (0)
+
+/* Runs fn in a forked child with stderr (and stdout) captured.  Fills *status with the waitpid
+ * status and out with up to size-1 bytes of what the child printed. */
+void run_child(void (*fn)(void), int *status, char *out, size_t size);
+
+/* Monotonic nanoseconds. */
+uint64_t test_now_ns(void);
+
+#endif

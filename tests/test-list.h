@@ -1,0 +1,10 @@
+/* Every test, once: TEST(name) for a function TEST_IMPL(name).  CTest registers each of them. */
+TEST(thread_create_join)
+TEST(thread_fifo_yield)
+TEST(thread_yield_to)
+TEST(thread_yield_to_blocked_is_plain_yield)
+TEST(thread_errno_per_thread)
+TEST(thread_exit_detach_self)
+TEST(thread_sleep)
+TEST(thread_stats)
+TEST(thread_init_fini_again)

@@ -1,0 +1,217 @@
+/* Threads: create, join, detach, exit, self, names, yield order, named yield, errno. */
+#include "task.h"
+
+#include <errno.h>
+
+static void *ret_arg(void *arg) { return arg; }
+
+TEST_IMPL(thread_create_join) {
+  ursa_thread_t t[100];
+  int i;
+  void *r;
+  ASSERT_OK(ursa_init(NULL));
+  for (i = 0; i < 100; i++) ASSERT_OK(ursa_create(&t[i], NULL, ret_arg, (void *)(intptr_t)(i + 1)));
+  for (i = 0; i < 100; i++) {
+    ASSERT_OK(ursa_join(t[i], &r));
+    ASSERT_EQ((intptr_t)r, i + 1);
+  }
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+static int order[16], norder;
+static void *record_and_yield(void *arg) {
+  int id = (int)(intptr_t)arg;
+  order[norder++] = id;
+  ursa_yield();
+  order[norder++] = id;
+  return NULL;
+}
+
+TEST_IMPL(thread_fifo_yield) {
+  ursa_thread_t t[3];
+  int i;
+  ASSERT_OK(ursa_init(NULL));
+  for (i = 0; i < 3; i++) ASSERT_OK(ursa_create(&t[i], NULL, record_and_yield, (void *)(intptr_t)i));
+  ASSERT_EQ(norder, 0);                     /* create does not switch */
+  ASSERT_OK(ursa_yield());                  /* main goes behind 0, 1, 2 */
+  ASSERT_EQ(norder, 3);
+  ASSERT_EQ(order[0], 0); ASSERT_EQ(order[1], 1); ASSERT_EQ(order[2], 2);
+  for (i = 0; i < 3; i++) ASSERT_OK(ursa_join(t[i], NULL));
+  ASSERT_EQ(norder, 6);
+  ASSERT_EQ(order[3], 0); ASSERT_EQ(order[4], 1); ASSERT_EQ(order[5], 2);
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+static ursa_thread_t ring[3];
+static int visits[3], ring_log[32], nlog;
+static void *named(void *arg) {
+  int id = (int)(intptr_t)arg;
+  while (nlog < 30) {
+    ring_log[nlog++] = id;
+    visits[id]++;
+    ursa_yield_to(ring[(id + 1) % 3]);
+  }
+  return NULL;
+}
+
+TEST_IMPL(thread_yield_to) {
+  int i;
+  ASSERT_OK(ursa_init(NULL));
+  /* created in the order 2, 1, 0 so that plain FIFO would visit 2 first */
+  for (i = 2; i >= 0; i--) ASSERT_OK(ursa_create(&ring[i], NULL, named, (void *)(intptr_t)i));
+  ASSERT_OK(ursa_yield_to(ring[0]));
+  for (i = 0; i < 3; i++) ASSERT_OK(ursa_join(ring[i], NULL));
+  for (i = 0; i < 30; i++) ASSERT_EQ(ring_log[i], i % 3);   /* 0,1,2,0,1,2...: named order */
+  ASSERT_OK(ursa_yield_to(ursa_self()));                    /* to oneself: returns at once */
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+static void *blocked_target(void *arg) {
+  ursa_sem_wait(arg);
+  return NULL;
+}
+
+TEST_IMPL(thread_yield_to_blocked_is_plain_yield) {
+  ursa_sem_t s;
+  ursa_thread_t t;
+  ASSERT_OK(ursa_init(NULL));
+  ASSERT_OK(ursa_sem_init(&s, 0));
+  ASSERT_OK(ursa_create(&t, NULL, blocked_target, &s));
+  ASSERT_OK(ursa_yield());                  /* t blocks on s */
+  ASSERT_OK(ursa_yield_to(t));              /* not ready: a plain yield, returns */
+  ASSERT_OK(ursa_sem_post(&s));
+  ASSERT_OK(ursa_join(t, NULL));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+static void *errno_worker(void *arg) {
+  int i, mine = (int)(intptr_t)arg;
+  errno = mine;
+  for (i = 0; i < 1000; i++) {
+    ursa_yield();
+    if (errno != mine) return (void *)1;
+    errno = mine;
+  }
+  return NULL;
+}
+
+TEST_IMPL(thread_errno_per_thread) {
+  ursa_thread_t t[4];
+  int i;
+  void *r;
+  ASSERT_OK(ursa_init(NULL));
+  for (i = 0; i < 4; i++) ASSERT_OK(ursa_create(&t[i], NULL, errno_worker, (void *)(intptr_t)(100 + i)));
+  errno = 7;
+  for (i = 0; i < 4; i++) {
+    ASSERT_OK(ursa_join(t[i], &r));
+    ASSERT_PTR_EQ(r, NULL);
+    ASSERT_EQ(errno, 7);
+  }
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+static void *exits_early(void *arg) {
+  ursa_exit(arg);
+}
+
+static void *detached_worker(void *arg) {
+  ++*(int *)arg;
+  return NULL;
+}
+
+TEST_IMPL(thread_exit_detach_self) {
+  ursa_thread_t t;
+  ursa_attr_t a;
+  void *r;
+  int counter = 0, i;
+  char name[URSA_NAME_MAX];
+  ASSERT_OK(ursa_init(NULL));
+  ASSERT_EQ(ursa_thread_id(ursa_self()), 1);
+  ASSERT_OK(ursa_thread_getname(ursa_self(), name, sizeof name));
+  ASSERT(strcmp(name, "main") == 0);
+  ASSERT_OK(ursa_create(&t, NULL, exits_early, (void *)42));
+  ASSERT_OK(ursa_join(t, &r));
+  ASSERT_EQ((intptr_t)r, 42);
+
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setdetached(&a, 1));
+  ASSERT_OK(ursa_attr_setname(&a, "worker"));
+  for (i = 0; i < 50; i++) ASSERT_OK(ursa_create(NULL, &a, detached_worker, &counter));
+  ASSERT_OK(ursa_create(&t, &a, detached_worker, &counter));
+  ASSERT_OK(ursa_thread_getname(t, name, sizeof name));
+  ASSERT(strcmp(name, "worker") == 0);
+  ASSERT_OK(ursa_attr_destroy(&a));
+  while (counter < 51) ursa_yield();
+  ursa_yield();                              /* the last one is released after its switch */
+  ASSERT_ERR(ursa_join(t, NULL), -ESRCH);     /* finished and released */
+
+  ASSERT_OK(ursa_create(&t, NULL, detached_worker, &counter));
+  ASSERT_OK(ursa_detach(t));
+  ASSERT_OK(ursa_yield());
+  ASSERT_EQ(counter, 52);
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+static void *sleeper(void *arg) {
+  ursa_sleep_ns((uint64_t)(uintptr_t)arg);
+  return NULL;
+}
+
+TEST_IMPL(thread_sleep) {
+  ursa_thread_t t[3];
+  uint64_t t0 = test_now_ns();
+  int i;
+  ASSERT_OK(ursa_init(NULL));
+  for (i = 0; i < 3; i++) ASSERT_OK(ursa_create(&t[i], NULL, sleeper, (void *)(uintptr_t)(20000000u * (3 - i))));
+  for (i = 0; i < 3; i++) ASSERT_OK(ursa_join(t[i], NULL));
+  ASSERT_GE(test_now_ns() - t0, 60000000u);  /* the longest sleep, not the sum */
+  ASSERT_OK(ursa_sleep_ns(1000000));
+  ASSERT_OK(ursa_sleep_ns(0));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+TEST_IMPL(thread_stats) {
+  ursa_stats_t s;
+  ursa_thread_t t;
+  ursa_sem_t sem;
+  ASSERT_OK(ursa_init(NULL));
+  ASSERT_OK(ursa_sem_init(&sem, 1));
+  ASSERT_OK(ursa_create(&t, NULL, blocked_target, &sem));
+  ASSERT_OK(ursa_sem_wait(&sem));            /* takes the unit: no block */
+  ASSERT_OK(ursa_yield());                   /* t blocks */
+  ASSERT_OK(ursa_sem_post(&sem));
+  ASSERT_OK(ursa_join(t, NULL));
+  ASSERT_OK(ursa_stats(&s));
+  ASSERT_EQ(s.created, 1);
+  ASSERT_EQ(s.yields, 1);
+  ASSERT_EQ(s.p_ops, 2);
+  ASSERT_EQ(s.p_blocking, 1);
+  ASSERT_EQ(s.switches, 4);                  /* main->t, t->main, main->t, t->main */
+  ASSERT_EQ(ursa_vp_count(), 1);
+  ASSERT_ERR(ursa_stats_vp(1, &s), -EINVAL);
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+TEST_IMPL(thread_init_fini_again) {
+  int i;
+  ursa_thread_t t;
+  for (i = 0; i < 3; i++) {
+    ASSERT_OK(ursa_init(NULL));
+    ASSERT_ERR(ursa_init(NULL), -EBUSY);
+    ASSERT_OK(ursa_create(&t, NULL, ret_arg, NULL));
+    ASSERT_ERR(ursa_fini(), -EBUSY);        /* t not joined yet */
+    ASSERT_OK(ursa_join(t, NULL));
+    ASSERT_OK(ursa_fini());
+  }
+  ASSERT_ERR(ursa_yield(), -EPERM);          /* not initialized */
+  ASSERT_ERR(ursa_fini(), -EPERM);
+  return 0;
+}
