@@ -1,4 +1,5 @@
-/* Every test, once: TEST(name) for a function TEST_IMPL(name).  CTest registers each of them. */
+/* Every test, once: TEST(name) for a function TEST_IMPL(name).  CTest registers each of them
+ * (tests/CMakeLists.txt reads this file and the list-*.h files it includes). */
 TEST(thread_create_join)
 TEST(thread_fifo_yield)
 TEST(thread_yield_to)
@@ -8,3 +9,5 @@ TEST(thread_exit_detach_self)
 TEST(thread_sleep)
 TEST(thread_stats)
 TEST(thread_init_fini_again)
+#include "list-core.h"
+#include "list-sync.h"

@@ -1,0 +1,1 @@
+/* Context, stack, deadlock and exit tests. */

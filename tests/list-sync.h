@@ -1,0 +1,1 @@
+/* Synchronization, bad-input and stress tests. */
