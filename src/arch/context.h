@@ -21,11 +21,17 @@
 #ifndef URSA_ARCH_CONTEXT_H
 #define URSA_ARCH_CONTEXT_H
 
+#include <stdint.h>
+
 typedef struct ursa__ctx {
   void *sp;                          /* saved stack pointer while suspended */
 } ursa__ctx_t;
 
 __attribute__((visibility("hidden"))) void *ursa__ctx_make(void *stack_top, void (*entry)(void *));
 __attribute__((visibility("hidden"))) void *ursa__ctx_jump(void **from_sp, void *to_sp, void *arg);
+
+/* The same code as ursa__ctx_jump under a second name typed for the scheduler: the arg is the
+ * resumed side's int result, so a function returning int can end in a tail call to it. */
+__attribute__((visibility("hidden"))) int ursa__ctx_switch(void **from_sp, void *to_sp, intptr_t arg);
 
 #endif

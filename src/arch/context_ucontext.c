@@ -54,3 +54,7 @@ void *ursa__ctx_jump(void **from_sp, void *to_sp, void *arg) {
   if (swapcontext(&self.uc, &to->uc) != 0) abort();
   return ursa__uc_arg;
 }
+
+int ursa__ctx_switch(void **from_sp, void *to_sp, intptr_t arg) {
+  return (int)(intptr_t)ursa__ctx_jump(from_sp, to_sp, (void *)arg);
+}

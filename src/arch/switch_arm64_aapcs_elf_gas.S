@@ -9,9 +9,21 @@
  *   field  |  X23  X24 |  X25  X26 |  X27  X28 |  X29  X30 | FPCR | pad  |
  *
  * X30 (LR) is where ursa__ctx_jump returns to.  A fresh context made by ursa__ctx_make holds
- * X19 = entry, X29 = 0, X30 = ursa__ctx_trampoline and the creator's FPCR.  The frame is 176
- * bytes, so SP stays 16-byte aligned as AAPCS64 requires.
+ * X19 = entry, X29 = 0, X30 = ursa__ctx_trampoline + 4 (past a nop, so that an unwinder's pc - 1
+ * lookup lands in the trampoline's FDE) and the creator's FPCR.  The frame is 176 bytes, so SP
+ * stays 16-byte aligned as AAPCS64 requires.
+ *
+ * With -mbranch-protection=bti|standard the global entry points start with a BTI landing pad and
+ * the object carries the GNU property note, or the linker would drop BTI for the whole library.
  */
+#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
+#define URSA_BTI_C hint #34                 /* bti c; a nop on cores without BTI */
+#define URSA_FEATURE_1_AND 1                /* GNU_PROPERTY_AARCH64_FEATURE_1_BTI */
+#else
+#define URSA_BTI_C
+#define URSA_FEATURE_1_AND 0
+#endif
+
         .text
 
 /* void *ursa__ctx_jump(void **from_sp, void *to_sp, void *arg)
@@ -19,9 +31,14 @@
         .globl  ursa__ctx_jump
         .hidden ursa__ctx_jump
         .type   ursa__ctx_jump, %function
+        .globl  ursa__ctx_switch                /* int ursa__ctx_switch(void **, void *, intptr_t) */
+        .hidden ursa__ctx_switch
+        .type   ursa__ctx_switch, %function
         .p2align 4
 ursa__ctx_jump:
+ursa__ctx_switch:
         .cfi_startproc
+        URSA_BTI_C
         sub     sp, sp, #0xb0           /* room for the frame */
         .cfi_adjust_cfa_offset 0xb0
         stp     d8,  d9,  [sp, #0x00]   /* save D8-D15 (low halves of V8-V15) */
@@ -34,6 +51,8 @@ ursa__ctx_jump:
         stp     x25, x26, [sp, #0x70]
         stp     x27, x28, [sp, #0x80]
         stp     x29, x30, [sp, #0x90]   /* save FP and LR (the return address) */
+        .cfi_rel_offset x29, 0x90
+        .cfi_rel_offset x30, 0x98
         mrs     x9, fpcr
         str     x9, [sp, #0xa0]         /* save FPCR */
 
@@ -53,6 +72,8 @@ ursa__ctx_jump:
         ldp     x25, x26, [sp, #0x70]
         ldp     x27, x28, [sp, #0x80]
         ldp     x29, x30, [sp, #0x90]   /* restore FP and LR */
+        .cfi_restore x29
+        .cfi_restore x30
         add     sp, sp, #0xb0           /* pop the frame */
         .cfi_adjust_cfa_offset -0xb0
 
@@ -69,6 +90,7 @@ ursa__ctx_jump:
         .p2align 4
 ursa__ctx_make:
         .cfi_startproc
+        URSA_BTI_C
         and     x0, x0, #~15            /* align the top down to 16 bytes */
         sub     x0, x0, #0xc0           /* frame (0xb0) + 16 bytes of headroom */
         stp     xzr, xzr, [x0, #0xb0]   /* zero the headroom */
@@ -81,22 +103,24 @@ ursa__ctx_make:
         stp     xzr, xzr, [x0, #0x60]
         stp     xzr, xzr, [x0, #0x70]
         stp     xzr, xzr, [x0, #0x80]
-        adr     x9, ursa__ctx_trampoline
-        stp     xzr, x9,  [x0, #0x90]   /* X29 = 0 (end of the frame chain), X30 = trampoline */
+        adr     x9, ursa__ctx_trampoline + 4
+        stp     xzr, x9,  [x0, #0x90]   /* X29 = 0 (end of the frame chain), X30 = trampoline + 4 */
         mrs     x9, fpcr
         stp     x9,  xzr, [x0, #0xa0]   /* inherit the creator's FPCR */
         ret
         .cfi_endproc
         .size   ursa__ctx_make, .-ursa__ctx_make
 
-/* The first instruction a fresh context runs.  X0 = arg (set by ursa__ctx_jump), X19 = entry.
- * .cfi_undefined x30 tells debuggers and unwinders that the call chain ends here. */
+/* A fresh context starts at ursa__ctx_trampoline + 4, with X0 = arg (set by ursa__ctx_jump) and
+ * X19 = entry.  .cfi_undefined x30 tells debuggers and unwinders that the call chain ends here.
+ * Entered by a ret, so it needs no BTI landing pad. */
         .hidden ursa__ctx_trampoline
         .type   ursa__ctx_trampoline, %function
         .p2align 4
 ursa__ctx_trampoline:
         .cfi_startproc
         .cfi_undefined x30
+        nop                             /* never run: keeps X30 - 1 of a fresh context in this FDE */
         blr     x19                     /* entry(arg); never returns */
         bl      abort                   /* entry returned: there is no caller to go back to */
         brk     #0
@@ -104,3 +128,17 @@ ursa__ctx_trampoline:
         .size   ursa__ctx_trampoline, .-ursa__ctx_trampoline
 
         .section .note.GNU-stack,"",%progbits
+
+#if URSA_FEATURE_1_AND
+/* NT_GNU_PROPERTY_TYPE_0 note: GNU_PROPERTY_AARCH64_FEATURE_1_AND = BTI (see the header). */
+        .section .note.gnu.property,"a"
+        .p2align 3
+        .word   4                       /* n_namesz: "GNU" and its NUL */
+        .word   16                      /* n_descsz: one 8-byte aligned property */
+        .word   5                       /* n_type: NT_GNU_PROPERTY_TYPE_0 */
+        .asciz  "GNU"                   /* n_name */
+        .word   0xc0000000              /* pr_type: GNU_PROPERTY_AARCH64_FEATURE_1_AND */
+        .word   4                       /* pr_datasz */
+        .word   URSA_FEATURE_1_AND      /* pr_data: the features this object supports */
+        .word   0                       /* pad to 8 bytes */
+#endif

@@ -122,6 +122,7 @@ int ursa_fini(void) {
   if (vp->cur != vp->main_thread) return -EPERM;
   ursa__thread_foreach(count_live, &live);
   if (live > 1) return -EBUSY;                        /* threads alive or not yet joined */
+  ursa__reap(vp);
   ursa__overflow_handler_remove();
   ursa__stack_pool_drain(vp);
   ursa__threads_fini();

@@ -16,8 +16,10 @@
  *   ursa__deadlock_report prints each blocked thread and what it waits on, then exits with status 3.
  *
  *   Each switch saves the running thread's errno value and installs the next one's, so errno is a
- *   per-ursa-thread value.  A detached thread that finishes cannot free the stack it runs on: it
- *   leaves itself in vp->zombie and the thread switched to releases it (ursa__switch's epilogue).
+ *   per-ursa-thread value.  A detached thread that finishes cannot free the stack it runs on: its
+ *   handle goes stale at once, and it leaves its stack in vp->zombie for the next create or
+ *   finish on this VP to release (ursa__reap): nothing runs after a jump, so switches stay tail
+ *   calls.
  *
  * Invariants
  *   - vp->cur is RUNNING; every thread on vp->runq is READY; a READY thread is on exactly vp->runq.
@@ -34,12 +36,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if URSA_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
-#if URSA_TSAN
-#include <sanitizer/tsan_interface.h>
-#endif
 
 __thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-exec")));
 
@@ -103,7 +99,7 @@ static void timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t dead
   heap_up(vp, vp->ntimers);
 }
 
-static void timer_cancel(struct ursa__vp *vp, struct ursa__thread *t) {
+void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t) {
   uint32_t i = t->heap_idx;
   struct ursa__thread *last = vp->timers[vp->ntimers--];
   t->heap_idx = 0;
@@ -139,48 +135,25 @@ void ursa__timers_fire(struct ursa__vp *vp, uint64_t now) {
 
 /* ---- switch ----------------------------------------------------------------------------------- */
 
-static void reap(struct ursa__vp *vp) {
+/* Releases the detached thread that finished last on this VP (its stack can be reused once some
+ * other thread runs).  Called by create, finish and fini, never on the zombie's own stack. */
+void ursa__reap(struct ursa__vp *vp) {
   struct ursa__thread *z = vp->zombie;
-  vp->zombie = NULL;
-  ursa__thread_release(vp, z);
-}
-
-/* Runs `to` instead of `from` (vp->cur), and returns when some thread switches back to `from`.
- * `from` must already be on the queue it belongs to (or ZOMBIE). */
-static inline void ursa__switch(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
-  from->saved_errno = *vp->errno_p;                           /* errno is per ursa thread */
-  *vp->errno_p = to->saved_errno;
-  to->state = URSA__RUNNING;
-  vp->cur = to;
-  vp->stats.switches++;
-#if URSA_ASAN
-  __sanitizer_start_switch_fiber(from->state == URSA__ZOMBIE ? NULL : &from->asan_fake,
-                                 to->stack_lo, to->stack_size);
-#endif
-#if URSA_TSAN
-  __tsan_switch_to_fiber(to->tsan_fiber, 0);
-#endif
-  ursa__ctx_jump(&from->ctx.sp, to->ctx.sp, from);
-  /* Resumed: we are `from` again, possibly much later. */
-#if URSA_ASAN
-  __sanitizer_finish_switch_fiber(from->asan_fake, NULL, NULL);
-#endif
-  vp = ursa__tls_vp;
-  if (ursa_unlikely(vp->zombie != NULL)) reap(vp);
+  if (z) {
+    vp->zombie = NULL;
+    ursa__thread_release_stack(vp, z);
+  }
 }
 
 /* The first code of every new thread, on its own stack (called by the context trampoline). */
-void ursa__thread_entry(void *from) {
-  struct ursa__vp *vp;
+void ursa__thread_entry(void *arg) {
   struct ursa__thread *self;
-  URSA_UNUSED(from);
+  URSA_UNUSED(arg);
 #if URSA_ASAN
   __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
 #endif
-  vp = ursa__tls_vp;
-  if (ursa_unlikely(vp->zombie != NULL)) reap(vp);
-  self = vp->cur;
-  ursa__thread_finish(vp, self->fn(self->arg));
+  self = ursa__tls_vp->cur;
+  ursa__thread_finish(ursa__tls_vp, self->fn(self->arg));
 }
 
 /* The next thread to run: the head of the run queue after firing expired timers, waiting in the
@@ -201,7 +174,7 @@ static struct ursa__thread *next_ready(struct ursa__vp *vp) {
   }
 }
 
-int ursa__block(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline) {
+int ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline) {
   struct ursa__thread *cur = vp->cur, *next;
   if (deadline) {
     if (deadline <= ursa__now()) {                            /* passed: no wait at all */
@@ -217,20 +190,11 @@ int ursa__block(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline) {
   vp->stats.blocks++;
   next = next_ready(vp);
   if (ursa_unlikely(next == NULL)) ursa__deadlock_report(vp);
-  if (next != cur) ursa__switch(vp, cur, next);
-  else cur->state = URSA__RUNNING;                            /* our own timer woke us */
-  return cur->wake_result;
-}
-
-void ursa__wake(struct ursa__thread *t, int res) {
-  struct ursa__vp *vp = t->vp;
-  URSA_ASSERT(t->state == URSA__BLOCKED && t->waitq == NULL);
-  if (t->heap_idx) timer_cancel(vp, t);
-  t->wake_result = res;
-  t->wait_kind = URSA__W_NONE;
-  t->wait_obj = NULL;
-  t->state = URSA__READY;
-  ursa__q_push(&vp->runq, t);
+  if (ursa_unlikely(next == cur)) {                           /* our own timer woke us */
+    cur->state = URSA__RUNNING;
+    return cur->wake_result;
+  }
+  URSA__SWITCH_RETURN(vp, cur, next);
 }
 
 void ursa__wake_all(struct ursa__waitq *q, int res) {
@@ -246,7 +210,9 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
   cur->state = URSA__ZOMBIE;
   vp->nthreads--;
   if (cur->detached) {
-    if (!cur->is_main) vp->zombie = cur;                      /* released after the switch */
+    ursa__reap(vp);                                           /* the previous zombie, if any */
+    ursa__thread_release_handle(cur);                         /* the handle is stale at once */
+    if (!cur->is_main) vp->zombie = cur;                      /* the stack: after the switch */
   } else if (cur->joiner) {
     ursa__wake(cur->joiner, 0);
   }
@@ -258,7 +224,8 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
     }
     ursa__deadlock_report(vp);
   }
-  ursa__switch(vp, cur, next);
+  ursa__switch_prepare(vp, cur, next);
+  ursa__ctx_switch(&cur->ctx.sp, next->ctx.sp, next->wake_result);
   URSA_PANIC("a finished thread was resumed");
 }
 
@@ -273,9 +240,9 @@ int ursa_yield(void) {
   if (next == NULL) return 0;
   cur = vp->cur;
   cur->state = URSA__READY;
+  cur->wake_result = 0;
   ursa__q_push(&vp->runq, cur);
-  ursa__switch(vp, cur, next);
-  return 0;
+  URSA__SWITCH_RETURN(vp, cur, next);
 }
 
 int ursa_yield_to(ursa_thread_t h) {
@@ -289,9 +256,9 @@ int ursa_yield_to(ursa_thread_t h) {
   vp->stats.yields++;
   ursa__q_remove(&vp->runq, t);
   cur->state = URSA__READY;
+  cur->wake_result = 0;
   ursa__q_push(&vp->runq, cur);
-  ursa__switch(vp, cur, t);
-  return 0;
+  URSA__SWITCH_RETURN(vp, cur, t);
 }
 
 int ursa_sleep_ns(uint64_t ns) {

@@ -6,7 +6,8 @@
  *           takes a handle slot, makes the context and appends the thread to the run queue.
  *           It never switches: the creator keeps running (SplitThreads' create).
  *   finish  (return from fn, or ursa_exit) runs key destructors, marks the thread ZOMBIE and
- *           wakes its joiner; a detached thread is released by the next thread to run.
+ *           wakes its joiner; a detached thread's handle is released at once and its stack by
+ *           the next create or finish on its VP (ursa__reap).
  *   join    waits for ZOMBIE, takes the result and releases the thread: its slot's generation is
  *           bumped (so the handle goes stale) and its stack returns to the pool.
  *
@@ -179,17 +180,23 @@ void ursa__threads_fini(void) {
   memset(&ursa__g.slots, 0, sizeof ursa__g.slots);
 }
 
-/* Releases a finished (or never started) thread: its handle goes stale, its stack returns to the
- * pool.  Never called on the running thread. */
-void ursa__thread_release(struct ursa__vp *vp, struct ursa__thread *t) {
+void ursa__thread_release_handle(struct ursa__thread *t) {
   slot_free(handle_index(t->handle));
   free(t->keys);
   t->keys = NULL;
+}
+
+void ursa__thread_release_stack(struct ursa__vp *vp, struct ursa__thread *t) {
   if (t->is_main) return;                            /* main's descriptor lives until fini */
 #if URSA_TSAN
   __tsan_destroy_fiber(t->tsan_fiber);
 #endif
   ursa__stack_put(vp, t);
+}
+
+void ursa__thread_release(struct ursa__vp *vp, struct ursa__thread *t) {
+  ursa__thread_release_handle(t);
+  ursa__thread_release_stack(vp, t);
 }
 
 int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *), void *arg) {
@@ -209,6 +216,7 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   if (ursa_unlikely(vp->nthreads + 2 > vp->timers_cap) &&
       (err = ursa__timers_reserve(vp, vp->nthreads + 1)) != 0)
     return err;
+  if (ursa_unlikely(vp->zombie != NULL)) ursa__reap(vp);   /* its stack may serve this thread */
   if ((err = slot_alloc(&idx)) != 0) return err;
   if ((t = ursa__stack_get(vp, size, &err)) == NULL) {
     slot_free(idx);
