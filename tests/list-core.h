@@ -1,1 +1,12 @@
-/* Context, stack, deadlock and exit tests. */
+/* Context, stack, deadlock and exit tests (tests/test_core.c). */
+TEST(context_callee_saved_registers)
+TEST(context_fp_control_state)
+TEST(context_fresh_stack_printf_and_simd)
+TEST(stack_overflow_report)
+TEST(stack_other_faults_keep_default_action)
+TEST(stack_sizes_and_pool)
+TEST(stack_vma_limit_is_an_error)
+TEST(stack_guard_costs_no_vma)
+TEST(deadlock_reports)
+TEST(deadlock_not_while_a_timer_is_pending)
+TEST(exit_with_live_threads_is_prompt)

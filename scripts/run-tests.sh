@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# scripts/run-tests.sh [config...] - builds ursa in each configuration and runs every test with
+# CTest (each test in its own process, under a timeout).  Configurations:
+#   plain     gcc, asm context switch, -Werror
+#   asan      AddressSanitizer + UndefinedBehaviorSanitizer
+#   ucontext  the portable ucontext context switch
+#   tsan      ThreadSanitizer
+# Default: all four.  Exits non-zero if any build or test fails; the last line sums them up.
+set -u
+cd "$(dirname "$0")/.."
+configs=("$@")
+[ ${#configs[@]} -eq 0 ] && configs=(plain asan ucontext tsan)
+
+total_pass=0; total_fail=0; bad=()
+for c in "${configs[@]}"; do
+  case "$c" in
+    plain)    flags=() ;;
+    asan)     flags=(-DURSA_SANITIZE=address) ;;
+    ucontext) flags=(-DURSA_CONTEXT=ucontext) ;;
+    tsan)     flags=(-DURSA_SANITIZE=thread) ;;
+    *) echo "unknown configuration $c" >&2; exit 2 ;;
+  esac
+  dir="build-test-$c"
+  echo "==== ursa tests: $c configuration ($dir) ===="
+  if ! cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DURSA_WERROR=ON \
+         -DURSA_BUILD_BENCH=OFF "${flags[@]}" >"$dir.configure.log" 2>&1; then
+    cat "$dir.configure.log"; bad+=("$c: configure"); continue
+  fi
+  if ! ninja -C "$dir" >"$dir.build.log" 2>&1; then
+    cat "$dir.build.log"; bad+=("$c: build"); continue
+  fi
+  log="$dir/ctest.log"
+  (cd "$dir" && ctest --output-on-failure -j2 2>&1) | tee "$log" | grep -vE "^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed" 
+  line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$log" | tail -1)
+  n=$(echo "$line" | sed -E 's/.*out of ([0-9]+).*/\1/')
+  f=$(echo "$line" | sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/')
+  if [ -z "$line" ]; then bad+=("$c: ctest did not finish"); continue; fi
+  total_pass=$((total_pass + n - f)); total_fail=$((total_fail + f))
+  [ "$f" -eq 0 ] || bad+=("$c: $f failed")
+done
+echo "==== ursa tests: configurations ${configs[*]} ===="
+for b in "${bad[@]}"; do echo "FAILED: $b"; done
+echo "total: $total_pass passed, $total_fail failed"
+[ ${#bad[@]} -eq 0 ]
