@@ -11,6 +11,15 @@
 #include <string.h>
 #include "ursa.h"
 
+/* Time bounds in tests are scaled in sanitizer builds, whose runtimes start and exit slowly. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TEST_SANITIZED 1
+#define TEST_TIME_FACTOR 10u
+#else
+#define TEST_SANITIZED 0
+#define TEST_TIME_FACTOR 1u
+#endif
+
 #define TEST_IMPL(name) int test_##name(void); int test_##name(void)
 #define TEST_SKIP_CODE 77
 
