@@ -129,8 +129,8 @@ URSA_API int ursa_thread_getname(ursa_thread_t t, char *buf, size_t size);
  * Expired timers (sleeps, timed waits) are fired first. */
 URSA_API int ursa_yield(void);
 
-/* The papers' named yield: switches straight to t when t is ready, leaving the caller ready at the
- * tail of the run queue.  When t is the caller, returns 0 at once; when t is blocked or finished,
+/* The papers' named yield: switches straight to t when t is ready; the caller stays ready and takes
+ * t's place in the run queue (so the order of the other ready threads is unchanged).  When t is the caller, returns 0 at once; when t is blocked or finished,
  * behaves as ursa_yield().  -ESRCH for a stale or invalid handle. */
 URSA_API int ursa_yield_to(ursa_thread_t t);
 

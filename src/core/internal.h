@@ -92,8 +92,13 @@ struct ursa__keyval {
 struct ursa__thread {
   /* hot: touched by every switch and queue operation; these fields fill exactly one cache line */
   ursa__ctx_t          ctx;          /* saved context while not running                        */
-  struct ursa__thread *qnext, *qprev;/* run queue or wait queue links                          */
-  struct ursa__waitq  *waitq;        /* the queue t is on (run queue or a wait queue), or NULL  */
+  union {
+    struct {                         /* BLOCKED: links in the wait queue t is on               */
+      struct ursa__thread *qnext, *qprev;
+    };
+    uint32_t           rq_pos;       /* READY: t's position in vp->runq                         */
+  };
+  struct ursa__waitq  *waitq;        /* the wait queue t is on, or NULL                        */
   struct ursa__vp     *vp;           /* the VP t runs on                                        */
   void                *wait_obj;     /* the object t waits on, for reports                      */
   int                  saved_errno;  /* t's errno while it is not running                       */
@@ -127,9 +132,20 @@ struct ursa__thread {
 };
 
 /* ---- the virtual processor -------------------------------------------------------------------- */
+
+/* The run queue: a ring of thread pointers owned by its VP (no lock, no atomics), like Lesser
+ * Bear's Protect Queue.  Positions are free-running; a READY thread knows its position (rq_pos),
+ * so ursa_yield_to can take the target out of the middle by putting the caller in its place,
+ * without touching any other thread.  The capacity is kept above the number of live threads
+ * (ursa__sched_reserve), so a push never allocates and never finds the ring full. */
+struct ursa__runq {
+  struct ursa__thread **buf;
+  uint32_t             mask;         /* capacity - 1 (a power of two)                           */
+  uint32_t             head, tail;   /* free-running positions                                  */
+};
 struct ursa__vp {
   struct ursa__thread *cur;          /* the running thread                                      */
-  struct ursa__waitq   runq;         /* READY threads, FIFO                                     */
+  struct ursa__runq    runq;         /* READY threads, FIFO                                     */
   int                 *errno_p;      /* &errno of this VP's kernel thread                       */
   struct ursa__thread *zombie;       /* a detached thread that exited; released after the switch */
   struct ursa__thread **timers;      /* 1-based binary min-heap on deadline; [0] unused          */
@@ -148,19 +164,20 @@ struct ursa__vp {
 extern __thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-exec"))) URSA_HIDDEN;
 
 /* The handle table: slot i holds thread t while t is live or unjoined; the slot's generation is
- * bumped when t is released, so an old handle no longer matches.  Chunks are never freed before
- * ursa_fini, so looking up any handle value is memory-safe.  Handle = gen << 32 | (index + 1). */
-#define URSA__SLOT_CHUNK_BITS 12
-#define URSA__SLOT_CHUNK      (1u << URSA__SLOT_CHUNK_BITS)
-#define URSA__SLOT_CHUNKS     4096u          /* 16,777,216 threads at most */
+ * bumped when t is released, so an old handle no longer matches.  The table is one reserved
+ * virtual range (pages are touched as slots come into use) that stays mapped until ursa_fini, so
+ * looking up any handle value is memory-safe and costs one bounds check and one load.
+ * Handle = gen << 32 | (index + 1); generations start at 1, so small integers are never handles. */
+#define URSA__SLOT_GROW 4096u                /* slots readied at a time                 */
+#define URSA__SLOTS_MAX (1u << 24)           /* 16,777,216 threads at most (256 MiB of address space) */
 struct ursa__slot {
   struct ursa__thread *t;
   uint32_t             gen;
   uint32_t             next_free;            /* index + 1 of the next free slot, 0 = end */
 };
 struct ursa__slots {
-  struct ursa__slot *chunk[URSA__SLOT_CHUNKS];
-  uint32_t           nslots;                 /* slots in allocated chunks */
+  struct ursa__slot *slot;                   /* URSA__SLOTS_MAX entries reserved        */
+  uint32_t           nslots;                 /* slots readied so far                    */
   uint32_t           free_head;              /* index + 1 of the first free slot, 0 = none */
 };
 
@@ -204,6 +221,30 @@ static inline void ursa__q_remove(struct ursa__waitq *q, struct ursa__thread *t)
   if (t->qprev) t->qprev->qnext = t->qnext; else q->head = t->qnext;
   if (t->qnext) t->qnext->qprev = t->qprev; else q->tail = t->qprev;
   t->waitq = NULL;
+}
+
+/* ---- run queue --------------------------------------------------------------------------------- */
+
+/* Appends the READY thread t.  Executed only by the owning VP. */
+static inline void ursa__runq_push(struct ursa__vp *vp, struct ursa__thread *t) {
+  struct ursa__runq *q = &vp->runq;
+  URSA_ASSERT(q->tail - q->head <= q->mask);
+  t->rq_pos = q->tail;
+  q->buf[q->tail++ & q->mask] = t;
+}
+
+/* Removes and returns the first thread, NULL when none.  Executed only by the owning VP. */
+static inline struct ursa__thread *ursa__runq_pop(struct ursa__vp *vp) {
+  struct ursa__runq *q = &vp->runq;
+  if (q->head == q->tail) return NULL;
+  return q->buf[q->head++ & q->mask];
+}
+
+/* Puts the READY thread `in` where the READY thread `out` is, and takes `out` off the queue. */
+static inline void ursa__runq_replace(struct ursa__vp *vp, struct ursa__thread *out, struct ursa__thread *in) {
+  struct ursa__runq *q = &vp->runq;
+  in->rq_pos = out->rq_pos;
+  q->buf[out->rq_pos & q->mask] = in;
 }
 
 /* ---- scheduler (sched.c) ---------------------------------------------------------------------- */
@@ -263,16 +304,23 @@ URSA_HIDDEN void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t)
  * case (no deadline, no timers, a thread ready) is inline and ends in the switch's tail call.
  * Executed only by the running thread of vp. */
 static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline) {
-  struct ursa__thread *cur = vp->cur, *next = vp->runq.head;
-  if (ursa_unlikely(deadline != 0 || vp->ntimers != 0 || next == NULL))
+  struct ursa__thread *cur = vp->cur, *next;
+  if (ursa_unlikely(deadline != 0 || vp->ntimers != 0 || (next = ursa__runq_pop(vp)) == NULL))
     return ursa__block_slow(vp, kind, obj, deadline);
   cur->state = URSA__BLOCKED;
   cur->wait_kind = (uint8_t)kind;
   cur->wait_obj = obj;
   cur->wake_result = 0;
   vp->stats.blocks++;
-  ursa__q_pop(&vp->runq);
   URSA__SWITCH_RETURN(vp, cur, next);
+}
+
+/* Starts loading the frame a switch to t will restore (its saved registers and the frame they
+ * return to): with hundreds of threads it is not in the cache, and the caller usually has some
+ * bookkeeping left to overlap with the miss. */
+static inline void ursa__prefetch_frame(const struct ursa__thread *t) {
+  __builtin_prefetch(t->ctx.sp);
+  __builtin_prefetch((const char *)t->ctx.sp + 64);
 }
 
 /* Makes the BLOCKED thread t READY (tail of its VP's run queue) with wake result res; removes its
@@ -281,10 +329,11 @@ static inline void ursa__wake(struct ursa__thread *t, int res) {
   struct ursa__vp *vp = t->vp;
   URSA_ASSERT(t->state == URSA__BLOCKED && t->waitq == NULL);
   if (ursa_unlikely(t->heap_idx != 0)) ursa__timer_cancel(vp, t);
+  ursa__prefetch_frame(t);
   t->wake_result = res;
   t->wait_kind = URSA__W_NONE;
   t->state = URSA__READY;
-  ursa__q_push(&vp->runq, t);
+  ursa__runq_push(vp, t);
 }
 
 /* Wakes every thread of q in order. */
@@ -311,7 +360,7 @@ static inline struct ursa__thread *ursa__thread_get(ursa_thread_t h) {
   uint32_t idx = (uint32_t)v - 1u;           /* 0xffffffff for a low half of 0: out of range */
   const struct ursa__slot *s;
   if (ursa_unlikely(idx >= ursa__g.slots.nslots)) return NULL;
-  s = &ursa__g.slots.chunk[idx >> URSA__SLOT_CHUNK_BITS][idx & (URSA__SLOT_CHUNK - 1)];
+  s = &ursa__g.slots.slot[idx];
   if (ursa_unlikely(s->gen != (uint32_t)(v >> 32) || s->t == NULL)) return NULL;
   return s->t;
 }
@@ -321,7 +370,8 @@ URSA_HIDDEN void ursa__thread_release(struct ursa__vp *vp, struct ursa__thread *
 URSA_HIDDEN void ursa__thread_release_handle(struct ursa__thread *t);
 URSA_HIDDEN void ursa__thread_release_stack(struct ursa__vp *vp, struct ursa__thread *t);
 URSA_HIDDEN void ursa__reap(struct ursa__vp *vp);
-URSA_HIDDEN int  ursa__timers_reserve(struct ursa__vp *vp, uint64_t nthreads);
+/* Grows the timer heap and the run queue for nthreads live threads.  -ENOMEM. */
+URSA_HIDDEN int  ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads);
 /* Calls fn for every live thread (for reports).  Slow path. */
 URSA_HIDDEN void ursa__thread_foreach(void (*fn)(struct ursa__thread *, void *), void *arg);
 URSA_HIDDEN int  ursa__threads_init(void);
@@ -329,8 +379,30 @@ URSA_HIDDEN void ursa__threads_fini(void);
 
 /* A stack: [map, map + guard) is the guard, [lo, lo + size) usable; the thread descriptor sits at
  * the top.  Returns the descriptor location, or NULL with *err = -EAGAIN. */
-URSA_HIDDEN struct ursa__thread *ursa__stack_get(struct ursa__vp *vp, size_t size, int *err);
-URSA_HIDDEN void ursa__stack_put(struct ursa__vp *vp, struct ursa__thread *t);
+URSA_HIDDEN struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_t size, int *err);
+URSA_HIDDEN void ursa__stack_put_slow(struct ursa__vp *vp, struct ursa__thread *t);
+
+static inline struct ursa__thread *ursa__stack_get(struct ursa__vp *vp, size_t size, int *err) {
+#if !URSA_ASAN
+  struct ursa__thread *t = vp->pool;
+  if (ursa_likely(t != NULL && size == ursa__g.stack_size)) {   /* warm pool: no system call */
+    vp->pool = t->qnext;
+    vp->pool_len--;
+    return t;
+  }
+#endif
+  return ursa__stack_get_slow(vp, size, err);
+}
+
+static inline void ursa__stack_put(struct ursa__vp *vp, struct ursa__thread *t) {
+  if (ursa_likely(t->stack_size == ursa__g.stack_size && vp->pool_len < ursa__g.stack_cache)) {
+    t->qnext = vp->pool;
+    vp->pool = t;
+    vp->pool_len++;
+    return;
+  }
+  ursa__stack_put_slow(vp, t);
+}
 URSA_HIDDEN int  ursa__stack_prealloc(struct ursa__vp *vp, size_t n);
 URSA_HIDDEN void ursa__stack_pool_drain(struct ursa__vp *vp);
 URSA_HIDDEN int  ursa__overflow_handler_install(void);

@@ -90,7 +90,7 @@ int ursa_init(const ursa_config_t *cfg) {
 
   memset(vp, 0, sizeof *vp);
   vp->errno_p = &errno;
-  if ((err = ursa__timers_reserve(vp, 64)) != 0) return err;
+  if ((err = ursa__sched_reserve(vp, 64)) != 0) goto fail_timers;
   if ((err = ursa__threads_init()) != 0) goto fail_timers;
   if ((err = ursa__overflow_handler_install()) != 0) goto fail_threads;
   ursa__tls_vp = vp;
@@ -105,8 +105,8 @@ fail_threads:
   ursa__threads_fini();
 fail_timers:
   free(vp->timers);
-  vp->timers = NULL;
-  vp->timers_cap = 0;
+  free(vp->runq.buf);
+  memset(vp, 0, sizeof *vp);
   return err;
 }
 
@@ -127,9 +127,12 @@ int ursa_fini(void) {
   ursa__stack_pool_drain(vp);
   ursa__threads_fini();
   free(vp->timers);
-  vp->timers = NULL;
-  vp->timers_cap = 0;
-  vp->cur = NULL;
+  free(vp->runq.buf);
+  {
+    ursa_stats_t keep = vp->stats;                   /* URSA_STATS prints them at exit */
+    memset(vp, 0, sizeof *vp);
+    vp->stats = keep;
+  }
   ursa__tls_vp = NULL;
   ursa__g.initialized = 0;
   return 0;

@@ -22,7 +22,7 @@
  *   calls.
  *
  * Invariants
- *   - vp->cur is RUNNING; every thread on vp->runq is READY; a READY thread is on exactly vp->runq.
+ *   - vp->cur is RUNNING; a READY thread has exactly one valid entry in vp->runq (its rq_pos).
  *   - A thread has a timer armed (heap_idx != 0) only while BLOCKED.
  *   - vp->timers_cap > number of live threads, so arming a timer never allocates.
  * Everything here is executed only by the VP's own kernel thread.
@@ -110,17 +110,31 @@ void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t) {
   }
 }
 
-int ursa__timers_reserve(struct ursa__vp *vp, uint64_t nthreads) {
-  size_t cap;
-  struct ursa__thread **n;
-  if (nthreads + 2 <= vp->timers_cap) return 0;
-  cap = vp->timers_cap ? (size_t)vp->timers_cap * 2 : 64;
-  while (cap < nthreads + 2) cap *= 2;
-  if (cap > UINT32_MAX) return -ENOMEM;
-  n = realloc(vp->timers, cap * sizeof *n);
-  if (n == NULL) return -ENOMEM;
-  vp->timers = n;
-  vp->timers_cap = (uint32_t)cap;
+int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
+  if (nthreads + 2 > vp->timers_cap) {
+    size_t cap = vp->timers_cap ? (size_t)vp->timers_cap * 2 : 64;
+    struct ursa__thread **n;
+    while (cap < nthreads + 2) cap *= 2;
+    if (cap > UINT32_MAX) return -ENOMEM;
+    if ((n = realloc(vp->timers, cap * sizeof *n)) == NULL) return -ENOMEM;
+    vp->timers = n;
+    vp->timers_cap = (uint32_t)cap;
+  }
+  if (nthreads + 2 > (uint64_t)vp->runq.mask + 1 || vp->runq.buf == NULL) {
+    struct ursa__runq *q = &vp->runq;
+    size_t cap = q->buf ? ((size_t)q->mask + 1) * 2 : 128, i;
+    struct ursa__thread **n;
+    while (cap < nthreads + 2) cap *= 2;
+    if (cap > ((size_t)1 << 31)) return -ENOMEM;
+    if ((n = malloc(cap * sizeof *n)) == NULL) return -ENOMEM;
+    for (i = 0; q->head + i != q->tail; i++) {             /* re-file at the same positions */
+      uint32_t pos = q->head + (uint32_t)i;
+      n[pos & (cap - 1)] = q->buf[pos & q->mask];
+    }
+    free(q->buf);
+    q->buf = n;
+    q->mask = (uint32_t)cap - 1;
+  }
   return 0;
 }
 
@@ -162,7 +176,7 @@ static struct ursa__thread *next_ready(struct ursa__vp *vp) {
   for (;;) {
     struct ursa__thread *t;
     if (vp->ntimers) ursa__timers_fire(vp, ursa__now());
-    t = ursa__q_pop(&vp->runq);
+    t = ursa__runq_pop(vp);
     if (t) return t;
     if (vp->ntimers == 0) return NULL;
     {
@@ -204,8 +218,10 @@ void ursa__wake_all(struct ursa__waitq *q, int res) {
 
 void ursa__thread_finish(struct ursa__vp *vp, void *result) {
   struct ursa__thread *cur = vp->cur, *next;
-  ursa__keys_run_destructors(cur);
-  vp = ursa__tls_vp;                                          /* destructors may have switched */
+  if (cur->keys) {
+    ursa__keys_run_destructors(cur);
+    vp = ursa__tls_vp;                                        /* destructors may have switched */
+  }
   cur->result = result;
   cur->state = URSA__ZOMBIE;
   vp->nthreads--;
@@ -216,7 +232,7 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
   } else if (cur->joiner) {
     ursa__wake(cur->joiner, 0);
   }
-  next = next_ready(vp);
+  if (vp->ntimers != 0 || (next = ursa__runq_pop(vp)) == NULL) next = next_ready(vp);
   if (next == NULL) {
     if (vp->nthreads == 0) {                                  /* main called ursa_exit and the */
       fflush(NULL);                                           /* last thread has finished      */
@@ -236,12 +252,12 @@ int ursa_yield(void) {
   URSA_VP_OR_RETURN(vp);
   vp->stats.yields++;
   if (ursa_unlikely(vp->ntimers != 0)) ursa__timers_fire(vp, ursa__now());
-  next = ursa__q_pop(&vp->runq);
+  next = ursa__runq_pop(vp);
   if (next == NULL) return 0;
   cur = vp->cur;
   cur->state = URSA__READY;
   cur->wake_result = 0;
-  ursa__q_push(&vp->runq, cur);
+  ursa__runq_push(vp, cur);
   URSA__SWITCH_RETURN(vp, cur, next);
 }
 
@@ -253,11 +269,11 @@ int ursa_yield_to(ursa_thread_t h) {
   cur = vp->cur;
   if (t == cur) { vp->stats.yields++; return 0; }
   if (t->state != URSA__READY || t->vp != vp) return ursa_yield();
+  ursa__prefetch_frame(t);
   vp->stats.yields++;
-  ursa__q_remove(&vp->runq, t);
   cur->state = URSA__READY;
   cur->wake_result = 0;
-  ursa__q_push(&vp->runq, cur);
+  ursa__runq_replace(vp, t, cur);                 /* the caller takes t's place in the queue */
   URSA__SWITCH_RETURN(vp, cur, t);
 }
 

@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #if URSA_TSAN
 #include <sanitizer/tsan_interface.h>
@@ -90,29 +91,34 @@ int ursa_attr_setdetached(ursa_attr_t *attr, int detached) {
 /* ---- handle table ----------------------------------------------------------------------------- */
 
 static struct ursa__slot *slot_at(uint32_t idx) {
-  return &ursa__g.slots.chunk[idx >> URSA__SLOT_CHUNK_BITS][idx & (URSA__SLOT_CHUNK - 1)];
+  return &ursa__g.slots.slot[idx];
 }
 
-static int slot_alloc(uint32_t *out) {
+static int slot_grow(void) {
   struct ursa__slots *S = &ursa__g.slots;
-  struct ursa__slot *s;
-  if (ursa_unlikely(S->free_head == 0)) {
-    uint32_t c = S->nslots >> URSA__SLOT_CHUNK_BITS, i;
-    struct ursa__slot *chunk;
-    if (c >= URSA__SLOT_CHUNKS) return -EAGAIN;
-    chunk = calloc(URSA__SLOT_CHUNK, sizeof *chunk);
-    if (chunk == NULL) return -ENOMEM;
-    for (i = 0; i < URSA__SLOT_CHUNK; i++) {
-      chunk[i].gen = 1;
-      chunk[i].next_free = i + 1 < URSA__SLOT_CHUNK ? S->nslots + i + 2 : 0;
-    }
-    S->chunk[c] = chunk;
-    S->free_head = S->nslots + 1;
-    S->nslots += URSA__SLOT_CHUNK;
+  uint32_t i;
+  if (S->slot == NULL) {
+    void *m = mmap(NULL, (size_t)URSA__SLOTS_MAX * sizeof *S->slot, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return -ENOMEM;
+    S->slot = m;
   }
+  if (S->nslots >= URSA__SLOTS_MAX) return -EAGAIN;
+  for (i = 0; i < URSA__SLOT_GROW; i++) {
+    S->slot[S->nslots + i].gen = 1;
+    S->slot[S->nslots + i].next_free = i + 1 < URSA__SLOT_GROW ? S->nslots + i + 2 : 0;
+  }
+  S->free_head = S->nslots + 1;
+  S->nslots += URSA__SLOT_GROW;
+  return 0;
+}
+
+static inline int slot_alloc(uint32_t *out) {
+  struct ursa__slots *S = &ursa__g.slots;
+  int err;
+  if (ursa_unlikely(S->free_head == 0) && (err = slot_grow()) != 0) return err;
   *out = S->free_head - 1;
-  s = slot_at(*out);
-  S->free_head = s->next_free;
+  S->free_head = slot_at(*out)->next_free;
   return 0;
 }
 
@@ -172,18 +178,19 @@ int ursa__threads_init(void) {
 }
 
 void ursa__threads_fini(void) {
-  uint32_t c;
   struct ursa__thread *m = ursa__g.vp0.main_thread;
   if (m) { free(m->keys); free(m); }
   ursa__g.vp0.main_thread = NULL;
-  for (c = 0; c < URSA__SLOT_CHUNKS && ursa__g.slots.chunk[c]; c++) free(ursa__g.slots.chunk[c]);
+  if (ursa__g.slots.slot) munmap(ursa__g.slots.slot, (size_t)URSA__SLOTS_MAX * sizeof *ursa__g.slots.slot);
   memset(&ursa__g.slots, 0, sizeof ursa__g.slots);
 }
 
 void ursa__thread_release_handle(struct ursa__thread *t) {
   slot_free(handle_index(t->handle));
-  free(t->keys);
-  t->keys = NULL;
+  if (t->keys) {
+    free(t->keys);
+    t->keys = NULL;
+  }
 }
 
 void ursa__thread_release_stack(struct ursa__vp *vp, struct ursa__thread *t) {
@@ -214,7 +221,7 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   }
   if (ursa_unlikely(out == NULL && !(a && a->detached))) return -EINVAL;
   if (ursa_unlikely(vp->nthreads + 2 > vp->timers_cap) &&
-      (err = ursa__timers_reserve(vp, vp->nthreads + 1)) != 0)
+      (err = ursa__sched_reserve(vp, vp->nthreads + 1)) != 0)
     return err;
   if (ursa_unlikely(vp->zombie != NULL)) ursa__reap(vp);   /* its stack may serve this thread */
   if ((err = slot_alloc(&idx)) != 0) return err;
@@ -249,7 +256,7 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   t->tsan_fiber = __tsan_create_fiber(0);
 #endif
   t->ctx.sp = ursa__ctx_make(t, ursa__thread_entry);
-  ursa__q_push(&vp->runq, t);
+  ursa__runq_push(vp, t);
   vp->nthreads++;
   vp->stats.created++;
   if (out) *out = t->handle;
