@@ -18,8 +18,10 @@
  * Contexts
  *   ursa functions may be called from ursa threads only: after ursa_init() the thread that called
  *   it (usually main) is an ursa thread, and so is every thread made by ursa_create().  Calls from
- *   another kernel thread, or before ursa_init(), return -EPERM.  None may be called from a signal
- *   handler.  "May switch" below means the caller may be suspended and other ursa threads run.
+ *   another kernel thread, or before ursa_init(), return -EPERM.  Exceptions, callable from
+ *   anywhere: ursa_init, ursa_strerror, the ursa_attr_* functions and the counters (ursa_stats*,
+ *   ursa_vp_count).  None may be called from a signal handler.  "May switch" below means the
+ *   caller may be suspended and other ursa threads run.
  *
  * See docs/GUIDE.md for a user's guide and docs/ARCHITECTURE.md for how it works.
  */
@@ -91,7 +93,7 @@ typedef struct ursa_attr {
 URSA_API int ursa_attr_init(ursa_attr_t *attr);
 URSA_API int ursa_attr_destroy(ursa_attr_t *attr);
 /* Bytes of usable stack, rounded up to whole pages; a guard page is added below.  -EINVAL when
- * smaller than URSA_STACK_MIN. */
+ * smaller than URSA_STACK_MIN.  A size the system cannot map makes ursa_create fail with -EAGAIN. */
 URSA_API int ursa_attr_setstacksize(ursa_attr_t *attr, size_t size);
 URSA_API int ursa_attr_getstacksize(const ursa_attr_t *attr, size_t *size);
 /* Copies at most URSA_NAME_MAX - 1 bytes of name; the name shows in deadlock and overflow reports. */

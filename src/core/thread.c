@@ -61,7 +61,7 @@ int ursa_attr_destroy(ursa_attr_t *attr) {
 
 int ursa_attr_setstacksize(ursa_attr_t *attr, size_t size) {
   struct ursa__attr *a = attr_get(attr);
-  if (a == NULL || size < URSA_STACK_MIN || size > ((size_t)1 << 40)) return -EINVAL;
+  if (a == NULL || size < URSA_STACK_MIN || size > SIZE_MAX / 2) return -EINVAL;
   a->stacksize = size;
   return 0;
 }

@@ -21,6 +21,7 @@ URSA__STATIC_ASSERT_FITS(struct ursa__barrier, ursa_barrier_t);
   if (x == NULL || x->magic != URSA__BARRIER_MAGIC) return -EINVAL
 
 int ursa_barrier_init(ursa_barrier_t *b, unsigned count) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__barrier *x = (struct ursa__barrier *)b;
   if (x == NULL || count == 0) return -EINVAL;
   x->magic = URSA__BARRIER_MAGIC;
@@ -31,6 +32,7 @@ int ursa_barrier_init(ursa_barrier_t *b, unsigned count) {
 }
 
 int ursa_barrier_destroy(ursa_barrier_t *b) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   BARRIER_OR_RETURN(x, b);
   if (x->arrived) return -EBUSY;
   x->magic = URSA__MAGIC_DEAD;

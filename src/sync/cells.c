@@ -43,6 +43,7 @@ URSA__STATIC_ASSERT_FITS(struct ursa__mvar, ursa_mvar_t);
 /* ---- I-structures ----------------------------------------------------------------------------- */
 
 int ursa_ivar_init(ursa_ivar_t *v) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__ivar *x = (struct ursa__ivar *)v;
   if (x == NULL) return -EINVAL;
   x->magic = URSA__IVAR_MAGIC;
@@ -53,6 +54,7 @@ int ursa_ivar_init(ursa_ivar_t *v) {
 }
 
 int ursa_ivar_destroy(ursa_ivar_t *v) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   IVAR_OR_RETURN(x, v);
   if (!ursa__q_empty(&x->q)) return -EBUSY;
   x->magic = URSA__MAGIC_DEAD;
@@ -82,6 +84,7 @@ int ursa_ivar_get(ursa_ivar_t *v, void **value) {
 }
 
 int ursa_ivar_tryget(ursa_ivar_t *v, void **value) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   IVAR_OR_RETURN(x, v);
   if (value == NULL) return -EINVAL;
   if (!x->full) return -EAGAIN;
@@ -92,6 +95,7 @@ int ursa_ivar_tryget(ursa_ivar_t *v, void **value) {
 /* ---- M-structures ----------------------------------------------------------------------------- */
 
 int ursa_mvar_init(ursa_mvar_t *v) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__mvar *x = (struct ursa__mvar *)v;
   if (x == NULL) return -EINVAL;
   x->magic = URSA__MVAR_MAGIC;
@@ -102,6 +106,7 @@ int ursa_mvar_init(ursa_mvar_t *v) {
 }
 
 int ursa_mvar_destroy(ursa_mvar_t *v) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   MVAR_OR_RETURN(x, v);
   if (!ursa__q_empty(&x->takers) || !ursa__q_empty(&x->putters)) return -EBUSY;
   x->magic = URSA__MAGIC_DEAD;

@@ -39,6 +39,7 @@ static struct ursa__mutex *mutex_get(ursa_mutex_t *m) {
 }
 
 int ursa_mutex_init(ursa_mutex_t *m, int type) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__mutex *x = (struct ursa__mutex *)m;
   if (x == NULL || type < URSA_MUTEX_NORMAL || type > URSA_MUTEX_RECURSIVE) return -EINVAL;
   x->magic = URSA__MUTEX_MAGIC;
@@ -50,6 +51,7 @@ int ursa_mutex_init(ursa_mutex_t *m, int type) {
 }
 
 int ursa_mutex_destroy(ursa_mutex_t *m) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__mutex *x = mutex_get(m);
   if (x == NULL) return -EINVAL;
   if (x->owner || !ursa__q_empty(&x->q)) return -EBUSY;
@@ -65,14 +67,14 @@ static int mutex_lock(struct ursa__mutex *x, struct ursa__vp *vp, bool try, uint
     return 0;
   }
   if (x->owner == cur) {
-    if (x->type == URSA_MUTEX_ERRORCHECK) return -EDEADLK;
     if (x->type == URSA_MUTEX_RECURSIVE) {
       if (x->count == UINT32_MAX) return -EAGAIN;
       x->count++;
       return 0;
     }
+    if (x->type == URSA_MUTEX_ERRORCHECK && !try) return -EDEADLK;
   }
-  if (try) return -EBUSY;
+  if (try) return -EBUSY;                              /* held, also by the caller (POSIX) */
   ursa__q_push(&x->q, cur);
   return ursa__block(vp, URSA__W_MUTEX, x, deadline);  /* 0: the unlocker made us the owner */
 }
@@ -131,6 +133,7 @@ static struct ursa__cond *cond_get(ursa_cond_t *c) {
 }
 
 int ursa_cond_init(ursa_cond_t *c) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__cond *x = (struct ursa__cond *)c;
   if (x == NULL) return -EINVAL;
   x->magic = URSA__COND_MAGIC;
@@ -139,6 +142,7 @@ int ursa_cond_init(ursa_cond_t *c) {
 }
 
 int ursa_cond_destroy(ursa_cond_t *c) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__cond *x = cond_get(c);
   if (x == NULL) return -EINVAL;
   if (!ursa__q_empty(&x->q)) return -EBUSY;

@@ -73,6 +73,7 @@ static void grant(struct ursa__rwlock *x, bool prefer_readers) {
 }
 
 int ursa_rwlock_init(ursa_rwlock_t *l) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__rwlock *x = (struct ursa__rwlock *)l;
   if (x == NULL) return -EINVAL;
   x->magic = URSA__RWLOCK_MAGIC;
@@ -83,6 +84,7 @@ int ursa_rwlock_init(ursa_rwlock_t *l) {
 }
 
 int ursa_rwlock_destroy(ursa_rwlock_t *l) {
+  if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__rwlock *x = rw_get(l);
   if (x == NULL) return -EINVAL;
   if (x->writer || x->readers || !ursa__q_empty(&x->rq) || !ursa__q_empty(&x->wq)) return -EBUSY;
@@ -98,7 +100,7 @@ static int rdlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
   URSA_VP_OR_RETURN(vp);
   if (x == NULL) return -EINVAL;
   cur = vp->cur;
-  if (x->writer == cur) return -EDEADLK;
+  if (x->writer == cur) return try ? -EBUSY : -EDEADLK;
   if ((h = held(cur, x)) != NULL) {         /* recursive read: never queue behind a writer */
     if (h->count == UINT32_MAX) return -EAGAIN;
     h->count++;
@@ -125,7 +127,7 @@ static int wrlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
   URSA_VP_OR_RETURN(vp);
   if (x == NULL) return -EINVAL;
   cur = vp->cur;
-  if (x->writer == cur || held(cur, x)) return -EDEADLK;
+  if (x->writer == cur || held(cur, x)) return try ? -EBUSY : -EDEADLK;
   if (x->writer == NULL && x->readers == 0) {
     x->writer = cur;
     return 0;
@@ -133,7 +135,13 @@ static int wrlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
   if (try) return -EBUSY;
   ursa__q_push(&x->wq, cur);
   r = ursa__block(vp, URSA__W_WRLOCK, x, deadline);
-  if (r != 0) grant(x, true);               /* we held readers back while we waited */
+  if (r != 0 && x->writer == NULL && ursa__q_empty(&x->wq)) {
+    struct ursa__thread *t;                 /* we held readers back while we waited: admit them */
+    while ((t = ursa__q_pop(&x->rq)) != NULL) {
+      x->readers++;
+      ursa__wake(t, 0);
+    }
+  }
   return r;
 }
 
