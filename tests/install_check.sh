@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# tests/install_check.sh BUILD_DIR SOURCE_DIR - installs the build into a scratch prefix and checks
+# that (1) libursa.so exports ursa_ symbols only, (2) a CMake project finds it with
+# find_package(ursa), (3) pkg-config finds it; both consumers build and run examples/hello.c.
+set -eu
+build=$1; src=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+lib=$(ls "$tmp"/prefix/lib*/libursa.so | head -1)
+bad=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | grep -v '^ursa_' || true)
+if [ -n "$bad" ]; then echo "exported symbols without the ursa_ prefix:"; echo "$bad"; exit 1; fi
+mkdir -p "$tmp/consumer"
+cat > "$tmp/consumer/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(consumer C)
+find_package(ursa REQUIRED)
+add_executable(hello_shared hello.c)
+target_link_libraries(hello_shared PRIVATE ursa::ursa)
+add_executable(hello_static hello.c)
+target_link_libraries(hello_static PRIVATE ursa::ursa_static)
+CM
+cp "$src/examples/hello.c" "$tmp/consumer/"
+cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+ninja -C "$tmp/consumer/build" >/dev/null
+expected=$'hello from thread 2\nworker returned 42'
+[ "$("$tmp/consumer/build/hello_static")" = "$expected" ]
+[ "$(LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/consumer/build/hello_shared")" = "$expected" ]
+pc_dir=$(dirname "$lib")/pkgconfig
+cc "$src/examples/hello.c" -o "$tmp/hello_pc" $(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs ursa) \
+   -Wl,-rpath,"$(dirname "$lib")"
+[ "$("$tmp/hello_pc")" = "$expected" ]
+echo "install check: exports, find_package(ursa) and pkg-config all good"
