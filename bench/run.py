@@ -1,0 +1,618 @@
+#!/usr/bin/env python3
+"""run.py - the driver of ursa's micro-benchmarks (run by `make bench`).
+
+    python3 bench/run.py --build <builddir> [--runs 5] [--quick]
+
+Runs every benchmark program of <builddir>/bench (built from bench/CMakeLists.txt): one warm-up
+run, whose result is discarded, then --runs timed runs (the 1M-thread RSS run is capped at 3).
+Each program measures itself and prints one line
+
+    RESULT bench=<name> impl=<impl> value=<float> unit=<unit> [answer=<n>] [n=<iterations>]
+
+The driver checks every run (exit status, a RESULT line of the expected bench, impl and unit, the
+thread-ring answer), shows progress on stderr, prints a table of medians and the acceptance
+ratios, and writes results/micro-<UTC timestamp>.json and results/micro-latest.md at the
+repository root.
+
+Exit status: 0 when every program ran and answered correctly, even if a performance target is
+missed (the ratios are a report); 1 when a program failed or answered wrong; 2 on a usage error.
+A peer whose binary is absent (Boost.Context not found at configure time, say) is reported as
+"missing (<reason>)", never silently dropped.
+
+--quick is a smoke run: smaller counts, 3 timed runs unless --runs is given, no 1M-thread run;
+its figures are indicative only.
+
+Python 3 standard library only.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RING = 503
+RUN_TIMEOUT = 300           # seconds one run may take before it counts as failed
+RSS_1M_MAX_RUNS = 3         # the 1M-thread RSS run: ~12 s each, and its figure barely varies
+
+
+class Bench:
+    """One benchmark program and how to run and check it."""
+
+    def __init__(self, bench, impl, program, unit, n, quick_n, est, what,
+                 ring=False, answer=None, max_runs=None, quick_skip=False):
+        self.bench = bench          # the bench= name the program prints (for n, quick_n: see name())
+        self.impl = impl            # ursa, pthread, boost-fcontext, boost-fiber
+        self.program = program      # executable name in <build>/bench
+        self.unit = unit
+        self.n = n                  # count passed as argv[1] in a full run
+        self.quick_n = quick_n      # ... and in a --quick run
+        self.est = est              # a priori seconds per full run on a 2-core VM (for the ETA)
+        self.what = what            # a few words for the table
+        self.ring = ring            # a thread-ring: the answer is checked
+        self.answer = answer        # the answer the task states for the full count
+        self.max_runs = max_runs
+        self.quick_skip = quick_skip
+
+    @property
+    def peer(self):
+        return self.impl != "ursa"
+
+    def count(self, quick):
+        return self.quick_n if quick else self.n
+
+    def name(self, quick):
+        """The bench= name expected from the program (RSS names carry the thread count)."""
+        if not self.bench.endswith("-K"):
+            return self.bench
+        k = self.count(quick)
+        label = (f"{k // 1000000}M" if k % 1000000 == 0 else
+                 f"{k // 1000}k" if k % 1000 == 0 else str(k))
+        return self.bench[:-1] + label
+
+    def expected_answer(self, quick):
+        if not self.ring:
+            return None
+        n = self.count(quick)
+        expected = n % RING + 1
+        if not quick and self.answer is not None and expected != self.answer:
+            raise AssertionError(f"{self.program}: N={n} gives {expected}, the task says {self.answer}")
+        return expected
+
+
+# The suite, in table order.  Counts follow the task; est is measured on the development VM.
+SUITE = [
+    Bench("yield-pingpong", "ursa", "ursa_yield_pingpong", "ns/switch", 10_000_000, 1_000_000, 0.2,
+          "2 threads alternating ursa_yield"),
+    Bench("raw-switch", "boost-fcontext", "boost_raw_switch", "ns/switch", 50_000_000, 5_000_000, 0.8,
+          "jump_fcontext main <-> 1 context"),
+    Bench("sem-pingpong", "ursa", "ursa_sem_pingpong", "ns/pass", 5_000_000, 500_000, 0.15,
+          "2 threads, 2 semaphores"),
+    Bench("sem-pingpong", "pthread", "pthread_sem_pingpong", "ns/pass", 100_000, 20_000, 1.4,
+          "2 pthreads, 2 sem_t"),
+    Bench("ring-sem", "ursa", "ursa_ring_sem", "ns/pass", 10_000_000, 1_000_000, 0.2,
+          "503 threads, semaphore each", ring=True, answer=361),
+    Bench("ring-sem", "pthread", "pthread_ring_sem", "ns/pass", 1_000_000, 100_000, 7.5,
+          "503 pthreads, sem_t each", ring=True, answer=37),
+    Bench("ring-direct", "ursa", "ursa_ring_yield_to", "ns/pass", 10_000_000, 1_000_000, 0.2,
+          "503 threads, ursa_yield_to(next)", ring=True, answer=361),
+    Bench("ring-direct", "boost-fiber", "boost_fiber_ring", "ns/pass", 10_000_000, 1_000_000, 0.12,
+          "503 fibers, resume(next)", ring=True, answer=361),
+    Bench("create-join", "ursa", "ursa_create_join", "ns/op", 1_000_000, 100_000, 0.07,
+          "empty thread, warm stack pool"),
+    Bench("create-join", "boost-fiber", "boost_fiber_create", "ns/op", 1_000_000, 100_000, 0.08,
+          "create+resume+finish, 16 KiB stack"),
+    Bench("create-join", "pthread", "pthread_create_join", "ns/op", 50_000, 5_000, 1.8,
+          "empty pthread, 16 KiB stack"),
+    Bench("rss-blocked-K", "ursa", "ursa_rss_blocked", "KiB/thread", 100_000, 100_000, 0.9,
+          "blocked on a semaphore, 64 KiB stacks"),
+    Bench("rss-blocked-K", "ursa", "ursa_rss_blocked", "KiB/thread", 1_000_000, 1_000_000, 12.0,
+          "blocked on a semaphore, 64 KiB stacks", max_runs=RSS_1M_MAX_RUNS, quick_skip=True),
+    Bench("rss-blocked-K", "boost-fiber", "boost_fiber_rss", "KiB/thread", 100_000, 100_000, 0.5,
+          "suspended fiber, 16 KiB stack"),
+    Bench("rss-blocked-K", "pthread", "pthread_rss_blocked", "KiB/thread", 10_000, 10_000, 0.8,
+          "blocked on a sem_t, 16 KiB stacks"),
+]
+
+# The acceptance ratios: (label, numerator, denominator or None for an absolute figure, op, target).
+# Operands are (bench name for a full run, impl); the medians are used.
+TARGETS = [
+    ("ursa yield ping-pong / Boost.Context raw switch",
+     ("yield-pingpong", "ursa"), ("raw-switch", "boost-fcontext"), "<=", 1.5),
+    ("pthread sem ping-pong / ursa yield ping-pong",
+     ("sem-pingpong", "pthread"), ("yield-pingpong", "ursa"), ">=", 200),
+    ("ursa sem ring, ns/pass",
+     ("ring-sem", "ursa"), None, "<=", 12),
+    ("ursa named-yield ring / Boost.Context fiber ring",
+     ("ring-direct", "ursa"), ("ring-direct", "boost-fiber"), "<=", 1.3),
+    ("ursa create+join, ns",
+     ("create-join", "ursa"), None, "<=", 40),
+    ("ursa KiB per blocked thread, 100k threads",
+     ("rss-blocked-100k", "ursa"), None, "<=", 4.5),
+    ("ursa KiB per blocked thread, 1M threads",
+     ("rss-blocked-1M", "ursa"), None, "<=", 4.5),
+]
+
+RESULT_RE = re.compile(r"^RESULT((?: [a-z_]+=\S+)+)\s*$")
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+def fmt_time(seconds):
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def fmt_value(v):
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.1f}"
+    if a >= 10:
+        return f"{v:.2f}"
+    return f"{v:.3f}"
+
+
+def cpu_busy(seconds=0.5):
+    """The share (0..1) of all CPUs' time spent busy over `seconds`, from /proc/stat; None when
+    unknown.  Taken before and after the run: other work on the machine makes the figures noisy."""
+    def sample():
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)       # idle + iowait
+        return sum(fields[:8]), idle                                     # guest time is in user
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    return round(1.0 - (idle1 - idle0) / (total1 - total0), 3) if total1 > total0 else None
+
+
+def fmt_busy(busy):
+    return "?" if busy is None else f"{busy:.0%}"
+
+
+def first_line(cmd):
+    """The first line of a command's output, or None when it cannot run."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if out.returncode == 0 and text else None
+
+
+def parse_result(stdout):
+    """The fields of the last RESULT line of a program's output, or None."""
+    found = None
+    for line in stdout.splitlines():
+        m = RESULT_RE.match(line.strip())
+        if m:
+            found = dict(kv.split("=", 1) for kv in m.group(1).split())
+    return found
+
+
+class Progress:
+    """One status line on stderr: which benchmark, run k of n, elapsed, estimated time left.
+    On a terminal the line is rewritten in place; otherwise each update is a line of its own,
+    written only when a run starts."""
+
+    def __init__(self, plan):
+        self.tty = sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.total_est = sum(est * runs for _, _, est, runs in plan)
+        self.done_est = 0.0          # a priori estimate of the runs finished so far
+        self.done_real = 0.0         # ... and what they really took
+        self.width = 0
+
+    def left(self, running_est=0.0, running_for=0.0):
+        scale = self.done_real / self.done_est if self.done_est > 0 else 1.0
+        remaining = (self.total_est - self.done_est) * scale
+        # The run under way: what is left of its scaled estimate (never below zero).
+        return max(0.0, remaining - min(running_for, running_est * scale))
+
+    def show(self, text, fresh, running_est=0.0, running_for=0.0):
+        elapsed = time.monotonic() - self.start
+        line = f"{text}  elapsed {fmt_time(elapsed)}  left ~{fmt_time(self.left(running_est, running_for))}"
+        if self.tty:
+            pad = max(0, self.width - len(line))
+            sys.stderr.write("\r" + line + " " * pad)
+            self.width = len(line)
+            sys.stderr.flush()
+        elif fresh:
+            print(line, file=sys.stderr, flush=True)
+
+    def run_done(self, est, real):
+        self.done_est += est
+        self.done_real += real
+
+    def drop(self, est):
+        """Removes runs that will not happen (after a failure) from the estimate."""
+        self.total_est -= est
+
+    def note(self, text):
+        """A line that stays (a finished benchmark, a failure)."""
+        if self.tty:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            self.width = 0
+        print(text, file=sys.stderr, flush=True)
+
+    def elapsed(self):
+        return time.monotonic() - self.start
+
+
+def run_program(path, arg, env, on_tick):
+    """Runs one program; returns (returncode or None on timeout, stdout, stderr, seconds)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.monotonic()
+        proc = subprocess.Popen([path, str(arg)], stdout=out, stderr=err, env=env)
+        rc = None
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=0.5)
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() - t0 > RUN_TIMEOUT:
+                        proc.kill()
+                        proc.wait()
+                        rc = None
+                        break
+                    on_tick(time.monotonic() - t0)
+        except KeyboardInterrupt:
+            proc.kill()
+            proc.wait()
+            raise
+        seconds = time.monotonic() - t0
+        out.seek(0)
+        err.seek(0)
+        return (rc, out.read().decode(errors="replace"), err.read().decode(errors="replace"), seconds)
+
+
+# ---- the run ----------------------------------------------------------------------------------
+
+def check_run(b, quick, rc, stdout, stderr):
+    """(result dict, None) for a good run, or (None, reason) for a failed one."""
+    if rc is None:
+        return None, f"timed out after {RUN_TIMEOUT} s"
+    res = parse_result(stdout)
+    expected = b.expected_answer(quick)
+    if rc != 0:
+        why = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
+        if res is not None and expected is not None and res.get("answer") != str(expected):
+            why += f", answer {res.get('answer')} (expected {expected})"
+        tail = " | ".join(stderr.strip().splitlines()[-3:])
+        return None, why + (f": {tail}" if tail else "")
+    if res is None:
+        return None, "no RESULT line in its output"
+    want = {"bench": b.name(quick), "impl": b.impl, "unit": b.unit}
+    for key, value in want.items():
+        if res.get(key) != value:
+            return None, f"RESULT {key}={res.get(key)}, expected {value}"
+    try:
+        res["value"] = float(res["value"])
+    except (KeyError, ValueError):
+        return None, "RESULT line without a numeric value"
+    if expected is not None:
+        got = res.get("answer")
+        if got != str(expected):
+            return None, f"wrong answer {got}, expected {expected}"
+        res["answer"] = int(got)
+    return res, None
+
+
+def run_suite(args, build_bench, config):
+    quick = args.quick
+    env = {k: v for k, v in os.environ.items() if not k.startswith("URSA_")}   # library defaults
+
+    entries = []       # one dict per benchmark, in suite order: what goes into the JSON
+    plan = []          # (bench, entry, est seconds per run, runs incl. warm-up): what to run
+    for b in SUITE:
+        e = {"bench": b.name(quick), "impl": b.impl, "program": b.program, "unit": b.unit,
+             "what": b.what, "arg": b.count(quick), "n": None, "status": "pending", "reason": None,
+             "samples": [], "warmup": None, "run_seconds": [], "answer": None,
+             "expected_answer": b.expected_answer(quick), "median": None, "min": None, "max": None}
+        path = os.path.join(build_bench, b.program)
+        if quick and b.quick_skip:
+            e["status"], e["reason"] = "skipped", "not run with --quick"
+        elif b.impl.startswith("boost") and config.get("boost_found") is False:
+            # Not built by this configuration (a binary left from an earlier one would be stale).
+            e["status"] = "missing"
+            e["reason"] = config.get("boost_reason") or "Boost.Context not found at configure time"
+        elif not os.access(path, os.X_OK):
+            if b.peer:
+                e["status"], e["reason"] = "missing", f"{b.program} not built in {build_bench}"
+            else:
+                e["status"], e["reason"] = "failed", f"{path} not found: build the project first"
+        entries.append((b, e))
+        if e["status"] == "pending":
+            runs = min(args.runs, b.max_runs) if b.max_runs else args.runs
+            est = b.est * (b.count(quick) / b.n)
+            plan.append((b, e, est + 0.01, runs + 1))
+
+    progress = Progress(plan)
+    total = len(plan)
+    for index, (b, e, est, runs) in enumerate(plan, 1):
+        path = os.path.join(build_bench, b.program)
+        label = f"[{index}/{total}] {e['bench']} ({e['impl']})"
+        for r in range(runs):
+            kind = "warm-up" if r == 0 else f"run {r}/{runs - 1}"
+            progress.show(f"{label} {kind}", True, est, 0.0)
+            rc, out, err, secs = run_program(
+                path, e["arg"], env,
+                lambda t, k=kind: progress.show(f"{label} {k}", False, est, t))
+            progress.run_done(est, secs)
+            res, why = check_run(b, quick, rc, out, err)
+            if why is not None:
+                e["status"], e["reason"] = "failed", f"{kind}: {why}"
+                progress.note(f"{label}: FAILED: {e['reason']}")
+                progress.drop(est * (runs - r - 1))     # the runs left out of this benchmark
+                break
+            if r == 0:
+                e["warmup"] = res["value"]
+            else:
+                e["samples"].append(res["value"])
+                e["run_seconds"].append(round(secs, 3))
+            e["answer"] = res.get("answer")
+            e["n"] = int(res["n"]) if res.get("n", "").isdigit() else None
+        if e["status"] == "pending":
+            e["status"] = "ok"
+            e["median"] = statistics.median(e["samples"])
+            e["min"], e["max"] = min(e["samples"]), max(e["samples"])
+            progress.note(f"{label}: median {fmt_value(e['median'])} {e['unit']}"
+                          f" (min {fmt_value(e['min'])}, max {fmt_value(e['max'])}, {len(e['samples'])} runs)")
+    return [e for _, e in entries], progress.elapsed()
+
+
+def evaluate_targets(entries):
+    by_key = {(e["bench"], e["impl"]): e for e in entries}
+    out = []
+    for label, num, den, op, target in TARGETS:
+        r = {"name": label, "op": op, "target": target, "value": None, "status": None, "reason": None}
+        operands = [num] + ([den] if den else [])
+        for key in operands:
+            e = by_key.get(key)
+            if e is None:
+                r["status"], r["reason"] = "n/a", f"{key[0]} ({key[1]}) not run"
+            elif e["status"] != "ok":
+                r["status"], r["reason"] = "n/a", f"{key[0]} ({key[1]}) {e['status']}" + \
+                    (f": {e['reason']}" if e["reason"] else "")
+            if r["status"]:
+                break
+        if r["status"] is None:
+            v = by_key[num]["median"]
+            if den:
+                v = v / by_key[den]["median"]
+            r["value"] = v
+            ok = v <= target if op == "<=" else v >= target
+            r["status"] = "PASS" if ok else "FAIL"
+        out.append(r)
+    return out
+
+
+# ---- the report -------------------------------------------------------------------------------
+
+def table_rows(entries):
+    rows = []
+    for e in entries:
+        if e["status"] == "ok":
+            median, spread = fmt_value(e["median"]), f"{fmt_value(e['min'])} - {fmt_value(e['max'])}"
+            note = e["what"]
+            if e["answer"] is not None:
+                note += f"; answer {e['answer']} ok"
+        else:
+            median = spread = "-"
+            note = f"{e['status']}" + (f" ({e['reason']})" if e["reason"] else "")
+        n = e["n"] if e["n"] is not None else e["arg"]
+        rows.append([e["bench"], e["impl"], median, spread, e["unit"], f"{n:,}",
+                     str(len(e["samples"])), note])
+    return rows
+
+
+TABLE_HEAD = ["benchmark", "implementation", "median", "min - max", "unit", "n", "runs", "notes"]
+TARGET_HEAD = ["target", "value", "goal", "result"]
+
+
+def target_rows(targets):
+    rows = []
+    for t in targets:
+        value = fmt_value(t["value"]) if t["value"] is not None else "-"
+        result = t["status"] + (f" ({t['reason']})" if t["reason"] else "")
+        rows.append([t["name"], value, f"{t['op']} {t['target']}", result])
+    return rows
+
+
+def text_table(head, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def md_table(head, rows):
+    esc = lambda s: str(s).replace("|", "\\|")
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def machine_info():
+    cpu = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem_kib = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem_kib = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    u = platform.uname()
+    return {"uname": first_line(["uname", "-a"]) or " ".join(u),
+            "cpu_model": cpu, "nproc": os.cpu_count(),
+            "nproc_available": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+            "kernel": u.release, "machine": u.machine, "mem_total_kib": mem_kib}
+
+
+def boost_version(config):
+    if config.get("boost_version"):
+        return config["boost_version"]
+    try:
+        with open("/usr/include/boost/version.hpp") as f:
+            m = re.search(r'#define BOOST_LIB_VERSION "([^"]+)"', f.read())
+            return m.group(1).replace("_", ".") + " (header, not used by the build)" if m else None
+    except OSError:
+        return None
+
+
+def git_info():
+    commit = first_line(["git", "-C", REPO, "rev-parse", "HEAD"])
+    dirty = None
+    if commit:
+        try:
+            out = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                                 capture_output=True, text=True, timeout=20)
+            dirty = bool(out.stdout.strip()) if out.returncode == 0 else None
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return {"commit": commit, "dirty": dirty}
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Run ursa's micro-benchmarks and their peers.")
+    ap.add_argument("--build", required=True, help="the CMake build directory (holds bench/)")
+    ap.add_argument("--runs", type=int, default=None,
+                    help="timed runs per benchmark after one warm-up (default 5; 3 with --quick)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: smaller counts, no 1M-thread run, figures indicative only")
+    args = ap.parse_args()
+    if args.runs is None:
+        args.runs = 3 if args.quick else 5
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
+
+    build = os.path.abspath(args.build)
+    build_bench = os.path.join(build, "bench")
+    if not os.path.isdir(build_bench):
+        print(f"run.py: {build_bench} does not exist: configure and build first "
+              f"(cmake -S . -B {args.build} -DURSA_BUILD_BENCH=ON && cmake --build {args.build})",
+              file=sys.stderr)
+        return 2
+    config = {}
+    try:
+        with open(os.path.join(build_bench, "bench-config.json")) as f:
+            config = json.load(f)
+    except (OSError, ValueError) as exc:
+        print(f"run.py: warning: no usable bench-config.json in {build_bench} ({exc})", file=sys.stderr)
+    if config.get("build_type") and config["build_type"] not in ("Release", "RelWithDebInfo"):
+        print(f"run.py: warning: build type {config['build_type']}: figures are not representative",
+              file=sys.stderr)
+    if config.get("sanitize"):
+        print(f"run.py: warning: sanitizer build ({config['sanitize']}): figures are not representative",
+              file=sys.stderr)
+
+    stamp = datetime.datetime.now(datetime.timezone.utc)
+    mode = "quick" if args.quick else "full"
+    load_start, busy_start = os.getloadavg(), cpu_busy()
+    if busy_start is not None and busy_start > 0.10:
+        print(f"run.py: warning: the CPUs are {busy_start:.0%} busy before the run: other work is "
+              f"running, figures will be noisy", file=sys.stderr)
+    print(f"ursa micro-benchmarks ({mode}, 1 warm-up + {args.runs} runs each), build {build}",
+          file=sys.stderr)
+    try:
+        entries, wall = run_suite(args, build_bench, config)
+    except KeyboardInterrupt:
+        print("\nrun.py: interrupted", file=sys.stderr)
+        return 130
+    targets = evaluate_targets(entries)
+    load_end, busy_end = os.getloadavg(), cpu_busy()
+
+    failures = [e for e in entries if e["status"] == "failed"]
+    rows, trows = table_rows(entries), target_rows(targets)
+    print()
+    print(f"ursa micro-benchmarks: {mode} run, medians of {args.runs} runs (after 1 warm-up), "
+          f"wall time {fmt_time(wall)}; CPUs {fmt_busy(busy_start)} busy before, {fmt_busy(busy_end)} after")
+    print(text_table(TABLE_HEAD, rows))
+    print()
+    print("acceptance targets" + (" (--quick: indicative only)" if args.quick else ""))
+    print(text_table(TARGET_HEAD, trows))
+
+    machine = machine_info()
+    cc = config.get("c_compiler") or "cc"
+    cxx = config.get("cxx_compiler") or "c++"
+    report = {
+        "schema": 1,
+        "timestamp_utc": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": shlex.join(getattr(sys, "orig_argv", [sys.executable] + sys.argv)),
+        "cwd": os.getcwd(),
+        "mode": mode,
+        "runs": args.runs,
+        "warmup_runs": 1,
+        "wall_seconds": round(wall, 1),
+        "machine": machine,
+        "loadavg_start": [round(x, 2) for x in load_start],
+        "loadavg_end": [round(x, 2) for x in load_end],
+        "cpu_busy_start": busy_start,      # share of all CPUs busy over 0.5 s before the run
+        "cpu_busy_end": busy_end,          # ... and after it (other work = noise)
+        "compilers": {"cc": first_line([cc, "--version"]), "cxx": first_line([cxx, "--version"]),
+                      "cc_path": cc, "cxx_path": cxx},
+        "boost_version": boost_version(config),
+        "git": git_info(),
+        "build": {"dir": build, **config},
+        "benchmarks": entries,
+        "targets": targets,
+        "failures": len(failures),
+    }
+    results = os.path.join(REPO, "results")
+    os.makedirs(results, exist_ok=True)
+    json_path = os.path.join(results, f"micro-{stamp.strftime('%Y%m%dT%H%M%SZ')}.json")
+    with open(json_path, "w") as f:
+        json.dump(report, f, indent=2)
+        f.write("\n")
+    md_path = os.path.join(results, "micro-latest.md")
+    with open(md_path, "w") as f:
+        g = report["git"]
+        f.write(f"# ursa micro-benchmarks ({report['timestamp_utc']})\n\n")
+        f.write(f"- command: `{report['command']}`\n")
+        f.write(f"- mode: {mode}, 1 warm-up + {args.runs} timed runs per benchmark "
+                f"(1M-thread RSS: at most {RSS_1M_MAX_RUNS}), wall time {fmt_time(wall)}\n")
+        f.write(f"- machine: {machine['cpu_model']}, {machine['nproc']} CPUs, kernel {machine['kernel']}; "
+                f"CPUs {fmt_busy(busy_start)} busy before the run, {fmt_busy(busy_end)} after\n")
+        f.write(f"- compilers: {report['compilers']['cc']}; {report['compilers']['cxx']}; "
+                f"Boost {report['boost_version'] or 'not found'}\n")
+        f.write(f"- git: {g['commit'] or 'unknown'}{' (dirty tree)' if g['dirty'] else ''}\n")
+        f.write(f"- raw samples: `results/{os.path.basename(json_path)}`\n\n")
+        f.write(md_table(TABLE_HEAD, rows) + "\n\n")
+        f.write("## Acceptance targets" + (" (--quick: indicative only)" if args.quick else "") + "\n\n")
+        f.write(md_table(TARGET_HEAD, trows) + "\n")
+    print()
+    print(f"results: {os.path.relpath(json_path)}, {os.path.relpath(md_path)}")
+    if failures:
+        print(f"run.py: {len(failures)} benchmark(s) FAILED:", file=sys.stderr)
+        for e in failures:
+            print(f"  {e['bench']} ({e['impl']}): {e['reason']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
