@@ -120,7 +120,7 @@ ursa__ctx_make:
 ursa__ctx_trampoline:
         .cfi_startproc
         .cfi_undefined x30
-        nop                             /* never run: keeps X30 - 1 of a fresh context in this FDE */
+        nop                             /* never run: puts a fresh context's X30 - 1 in this FDE */
         blr     x19                     /* entry(arg); never returns */
         bl      abort                   /* entry returned: there is no caller to go back to */
         brk     #0

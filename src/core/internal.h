@@ -240,6 +240,10 @@ static inline struct ursa__thread *ursa__runq_pop(struct ursa__vp *vp) {
   return q->buf[q->head++ & q->mask];
 }
 
+static inline bool ursa__runq_empty(const struct ursa__vp *vp) {
+  return vp->runq.head == vp->runq.tail;
+}
+
 /* Puts the READY thread `in` where the READY thread `out` is, and takes `out` off the queue. */
 static inline void ursa__runq_replace(struct ursa__vp *vp, struct ursa__thread *out, struct ursa__thread *in) {
   struct ursa__runq *q = &vp->runq;
@@ -297,6 +301,7 @@ static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread
 
 URSA_HIDDEN int  ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline);
 URSA_HIDDEN void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t);
+URSA_HIDDEN void ursa__wake_timed(struct ursa__thread *t, int res);
 
 /* Blocks the running thread until ursa__wake; it must already be on the wait queue of obj (or on
  * none).  deadline is CLOCK_MONOTONIC ns, 0 for none.  Returns the wake result: 0, or -ETIMEDOUT
@@ -305,8 +310,9 @@ URSA_HIDDEN void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t)
  * Executed only by the running thread of vp. */
 static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline) {
   struct ursa__thread *cur = vp->cur, *next;
-  if (ursa_unlikely(deadline != 0 || vp->ntimers != 0 || (next = ursa__runq_pop(vp)) == NULL))
+  if (ursa_unlikely(deadline != 0 || vp->ntimers != 0 || ursa__runq_empty(vp)))
     return ursa__block_slow(vp, kind, obj, deadline);
+  next = ursa__runq_pop(vp);
   cur->state = URSA__BLOCKED;
   cur->wait_kind = (uint8_t)kind;
   cur->wait_obj = obj;
@@ -326,14 +332,15 @@ static inline void ursa__prefetch_frame(const struct ursa__thread *t) {
 /* Makes the BLOCKED thread t READY (tail of its VP's run queue) with wake result res; removes its
  * timer.  t must already be off every wait queue.  Never switches.  Executed only by t's VP. */
 static inline void ursa__wake(struct ursa__thread *t, int res) {
-  struct ursa__vp *vp = t->vp;
   URSA_ASSERT(t->state == URSA__BLOCKED && t->waitq == NULL);
-  if (ursa_unlikely(t->heap_idx != 0)) ursa__timer_cancel(vp, t);
+  if (ursa_unlikely(t->heap_idx != 0)) {
+    ursa__wake_timed(t, res);                /* out of line: keeps callers frameless */
+    return;
+  }
   ursa__prefetch_frame(t);
   t->wake_result = res;
-  t->wait_kind = URSA__W_NONE;
-  t->state = URSA__READY;
-  ursa__runq_push(vp, t);
+  t->state = URSA__READY;                    /* wait_kind is read only while BLOCKED */
+  ursa__runq_push(t->vp, t);
 }
 
 /* Wakes every thread of q in order. */

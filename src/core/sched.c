@@ -138,6 +138,13 @@ int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
   return 0;
 }
 
+void ursa__wake_timed(struct ursa__thread *t, int res) {
+  ursa__timer_cancel(t->vp, t);
+  t->wake_result = res;
+  t->state = URSA__READY;
+  ursa__runq_push(t->vp, t);
+}
+
 void ursa__timers_fire(struct ursa__vp *vp, uint64_t now) {
   while (vp->ntimers && vp->timers[1]->deadline <= now) {
     struct ursa__thread *t = vp->timers[1];
