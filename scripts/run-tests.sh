@@ -5,14 +5,30 @@
 #   asan      AddressSanitizer + UndefinedBehaviorSanitizer
 #   ucontext  the portable ucontext context switch
 #   tsan      ThreadSanitizer
-# Default: all four.  Exits non-zero if any build or test fails; the last line sums them up.
+#   aarch64   cross-built for AArch64 and run under qemu-aarch64 (scripts/test-aarch64.sh; skipped
+#             with a message when the cross tools cannot be installed)
+# Default: all five.  Exits non-zero if any build or test fails; the last line sums them up.
 set -u
 cd "$(dirname "$0")/.."
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(plain asan ucontext tsan)
+[ ${#configs[@]} -eq 0 ] && configs=(plain asan ucontext tsan aarch64)
 
 total_pass=0; total_fail=0; bad=()
 for c in "${configs[@]}"; do
+  if [ "$c" = aarch64 ]; then
+    echo "==== ursa tests: aarch64 configuration (build-aarch64, under qemu) ===="
+    log=build-aarch64.ctest.log
+    bash scripts/test-aarch64.sh 2>&1 | tee "$log" | grep -vE "^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed"
+    rc=${PIPESTATUS[0]}
+    line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$log" | head -1)
+    if [ -n "$line" ]; then
+      n=$(echo "$line" | sed -E 's/.*out of ([0-9]+).*/\1/')
+      f=$(echo "$line" | sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/')
+      total_pass=$((total_pass + n - f)); total_fail=$((total_fail + f))
+    fi
+    if [ "$rc" -ne 0 ]; then bad+=("aarch64: scripts/test-aarch64.sh failed"); fi
+    continue
+  fi
   case "$c" in
     plain)    flags=() ;;
     asan)     flags=(-DURSA_SANITIZE=address) ;;

@@ -58,7 +58,7 @@ ursa__ctx_switch:
         movq    0x30(%rsp), %rbp        /* restore RBP */
         movq    0x38(%rsp), %r8         /* the saved RIP */
         leaq    0x40(%rsp), %rsp        /* pop the frame and the RIP */
-        .cfi_adjust_cfa_offset -0x38
+        .cfi_adjust_cfa_offset -0x40
 
         movq    %rdx, %rax              /* return arg to a resumed ursa__ctx_jump ... */
         movq    %rdx, %rdi              /* ... and pass it to a fresh context's entry */
