@@ -25,8 +25,15 @@ ninja -C "$tmp/consumer/build" >/dev/null
 expected=$'hello from thread 2\nworker returned 42'
 [ "$("$tmp/consumer/build/hello_static")" = "$expected" ]
 [ "$(LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/consumer/build/hello_shared")" = "$expected" ]
+# The header alone: strict C11, and C++ when a C++ compiler is there.
+printf '#include <ursa.h>\nint main(void) { return ursa_self() != URSA_THREAD_NULL; }\n' > "$tmp/h.c"
+cc -std=c11 -pedantic -Wall -Wextra -Werror -fsyntax-only -I"$tmp/prefix/include" "$tmp/h.c"
+if command -v c++ >/dev/null 2>&1; then
+  cp "$tmp/h.c" "$tmp/h.cpp"
+  c++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -I"$tmp/prefix/include" "$tmp/h.cpp"
+fi
 pc_dir=$(dirname "$lib")/pkgconfig
 cc "$src/examples/hello.c" -o "$tmp/hello_pc" $(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs ursa) \
    -Wl,-rpath,"$(dirname "$lib")"
 [ "$("$tmp/hello_pc")" = "$expected" ]
-echo "install check: exports, find_package(ursa) and pkg-config all good"
+echo "install check: exports, strict C11/C++ header, find_package(ursa) and pkg-config all good"
