@@ -437,3 +437,97 @@ TEST_IMPL(exit_with_live_threads_is_prompt) {
   ASSERT_STR_CONTAINS(out, "ursa: total");
   return 0;
 }
+
+/* ---- no system call on a warm pool; no busy waiting when idle; URSA_STACK_SIZE ------------------ */
+
+#include <sys/resource.h>
+
+static long vm_size_kib(void) {
+  char line[256];
+  long kib = -1;
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmSize: %ld kB", &kib) == 1) break;
+  fclose(f);
+  return kib;
+}
+
+static void *nothing(void *arg) { return arg; }
+
+TEST_IMPL(stack_warm_pool_needs_no_mmap) {
+  /* With the address space capped at its current size no new mapping can be made, so creates
+   * that succeed took their stacks (and everything else) from what ursa already holds. */
+  struct rlimit old, cap;
+  ursa_thread_t t[8];
+  ursa_sem_t s;
+  int i, r = 0, made = 0;
+  if (TEST_SANITIZED) RETURN_SKIP("sanitizer runtimes need to map memory of their own");
+  ASSERT_OK(ursa_init(NULL));
+  ASSERT_OK(ursa_sem_init(&s, 0));
+  ASSERT_OK(ursa_create(&t[0], NULL, nothing, NULL));           /* warm: slots, queues, pool */
+  ASSERT_OK(ursa_join(t[0], NULL));
+  ASSERT_OK(getrlimit(RLIMIT_AS, &old));
+  cap = old;
+  cap.rlim_cur = (rlim_t)vm_size_kib() * 1024 + 16 * 1024;        /* less than one more stack */
+  ASSERT_OK(setrlimit(RLIMIT_AS, &cap));
+  for (i = 0; i < 100000; i++) {                                  /* warm create + join */
+    ASSERT_OK(ursa_create(&t[0], NULL, nothing, NULL));
+    ASSERT_OK(ursa_join(t[0], NULL));
+  }
+  /* Live threads beyond the pool need new stacks: those creations fail cleanly. */
+  for (i = 0; i < 64 && r == 0; i++) {
+    r = ursa_create(&t[0], NULL, block_forever, &s);
+    if (r == 0) made++;
+  }
+  ASSERT_ERR(r, -EAGAIN);
+  ASSERT_GE(made, 1);
+  ASSERT_OK(setrlimit(RLIMIT_AS, &old));
+  exit(0);                                                        /* blocked threads stay */
+}
+
+static void *long_nap(void *arg) { (void)arg; ursa_sleep_ns(200000000); return NULL; }
+
+TEST_IMPL(sched_idle_waits_in_kernel) {
+  struct rusage ru0, ru1;
+  ursa_thread_t t;
+  ursa_stats_t st;
+  uint64_t cpu_us;
+  ASSERT_OK(ursa_init(NULL));
+  ASSERT_OK(getrusage(RUSAGE_SELF, &ru0));
+  ASSERT_OK(ursa_create(&t, NULL, long_nap, NULL));
+  ASSERT_OK(ursa_join(t, NULL));                                  /* 200 ms with nothing ready */
+  ASSERT_OK(getrusage(RUSAGE_SELF, &ru1));
+  cpu_us = (uint64_t)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1000000u +
+           (uint64_t)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
+           (uint64_t)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000000u +
+           (uint64_t)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+  ASSERT_LT(cpu_us, 50000u);                                      /* asleep, not spinning */
+  ASSERT_OK(ursa_stats(&st));
+  ASSERT_GE(st.idle_waits, 1);
+  ASSERT_EQ(st.timers, 1);
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+TEST_IMPL(stack_size_from_environment) {
+  ursa_attr_t a;
+  size_t sz;
+  ursa_thread_t t;
+  void *r;
+  setenv("URSA_STACK_SIZE", "256K", 1);
+  ASSERT_OK(ursa_init(NULL));
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_getstacksize(&a, &sz));
+  ASSERT_EQ(sz, 256 * 1024);
+  ASSERT_OK(ursa_create(&t, NULL, use_stack, (void *)(uintptr_t)(200 * 1024)));   /* fits */
+  ASSERT_OK(ursa_join(t, &r));
+  ASSERT_OK(ursa_fini());
+  setenv("URSA_STACK_SIZE", "lots", 1);                           /* not a size: warned, ignored */
+  ASSERT_OK(ursa_init(NULL));
+  ASSERT_OK(ursa_attr_getstacksize(&a, &sz));
+  ASSERT_EQ(sz, 65536);
+  ASSERT_OK(ursa_fini());
+  unsetenv("URSA_STACK_SIZE");
+  return 0;
+}
