@@ -29,6 +29,15 @@ uint64_t test_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+struct timespec test_deadline_in(int clock, uint64_t ns) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  ts.tv_sec += (time_t)(ns / 1000000000u);
+  ts.tv_nsec += (long)(ns % 1000000000u);
+  if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+  return ts;
+}
+
 void run_child(void (*fn)(void), int *status, char *out, size_t size) {
   int p[2];
   pid_t pid;

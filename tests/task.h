@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "ursa.h"
 
 /* Time bounds in tests are scaled in sanitizer builds, whose runtimes start and exit slowly. */
@@ -69,5 +70,8 @@ void run_child(void (*fn)(void), int *status, char *out, size_t size);
 
 /* Monotonic nanoseconds. */
 uint64_t test_now_ns(void);
+
+/* The absolute deadline ns nanoseconds from now on clock, for the timed functions. */
+struct timespec test_deadline_in(int clock, uint64_t ns);
 
 #endif

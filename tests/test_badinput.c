@@ -9,14 +9,6 @@
 
 #define MS 1000000ull
 
-static struct timespec in_ns(int clock, uint64_t ns) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  ts.tv_sec += (time_t)(ns / 1000000000u);
-  ts.tv_nsec += (long)(ns % 1000000000u);
-  if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
-  return ts;
-}
 
 static int g_go[8], g_ready, g_counter;
 
@@ -372,7 +364,7 @@ TEST_IMPL(badinput_mutex_errorcheck_relock) {
   ASSERT_OK(ursa_mutex_init(&m, URSA_MUTEX_ERRORCHECK));
   ASSERT_OK(ursa_mutex_lock(&m));
   ASSERT_ERR(ursa_mutex_lock(&m), -EDEADLK);
-  ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   ASSERT_ERR(ursa_mutex_timedlock(&m, CLOCK_MONOTONIC, &ts), -EDEADLK);
   ASSERT_EQ(in_other_thread(trylock_other, &m), -EBUSY);   /* still held, once */
   ASSERT_OK(ursa_mutex_unlock(&m));
@@ -438,7 +430,7 @@ TEST_IMPL(badinput_mutex_destroy_locked) {
 TEST_IMPL(badinput_mutex_use_after_destroy) {
   ursa_mutex_t m;
   ursa_cond_t c;
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   int type;
   ASSERT_OK(ursa_init(NULL));
   ASSERT_OK(ursa_cond_init(&c));
@@ -579,7 +571,7 @@ TEST_IMPL(badinput_rwlock_relock_edeadlk) {
   ASSERT_OK(ursa_rwlock_wrlock(&g_rw));
   ASSERT_ERR(ursa_rwlock_wrlock(&g_rw), -EDEADLK);
   ASSERT_ERR(ursa_rwlock_rdlock(&g_rw), -EDEADLK);          /* "-EDEADLK if write-held by caller" */
-  ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   ASSERT_ERR(ursa_rwlock_timedwrlock(&g_rw, CLOCK_MONOTONIC, &ts), -EDEADLK);
   ASSERT_ERR(ursa_rwlock_timedrdlock(&g_rw, CLOCK_MONOTONIC, &ts), -EDEADLK);
   ASSERT_EQ(TRY_RD(), -EBUSY);                              /* still write-held, once */
@@ -650,7 +642,7 @@ TEST_IMPL(badinput_rwlock_try_contended) {
 /* URSA_RWLOCK_READ_MAX: read locks on at most that many rwlocks at once, -EAGAIN beyond. */
 TEST_IMPL(badinput_rwlock_read_max) {
   ursa_rwlock_t l[URSA_RWLOCK_READ_MAX + 1];
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   int i;
   ASSERT_OK(ursa_init(NULL));
   for (i = 0; i <= URSA_RWLOCK_READ_MAX; i++) ASSERT_OK(ursa_rwlock_init(&l[i]));
@@ -685,7 +677,7 @@ TEST_IMPL(badinput_timed_bad_timespec) {
   int i, k, v;
   const int clks[2] = { CLOCK_MONOTONIC, CLOCK_REALTIME };
   ASSERT_OK(ursa_init(NULL));
-  good = in_ns(CLOCK_MONOTONIC, 0);
+  good = test_deadline_in(CLOCK_MONOTONIC, 0);
   for (i = 0; i < 4; i++) bad[i] = good;
   bad[0].tv_nsec = 1000000000L;
   bad[1].tv_nsec = -1;
@@ -730,7 +722,7 @@ TEST_IMPL(badinput_timed_bad_clock) {
   ursa_mutex_t m;
   ursa_cond_t c;
   ursa_rwlock_t l;
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   const int bad_clocks[3] = { CLOCK_PROCESS_CPUTIME_ID, -1, 12345 };
   int i, v;
   ASSERT_OK(ursa_init(NULL));
@@ -784,7 +776,7 @@ static void *cond_wait_flag(void *arg) {
 
 TEST_IMPL(badinput_cond_wait_without_mutex) {
   ursa_thread_t t;
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   int type;
   ASSERT_OK(ursa_init(NULL));
   ASSERT_OK(ursa_cond_init(&g_c));
@@ -988,7 +980,7 @@ TEST_IMPL(badinput_use_destroyed_objects) {
   ursa_rwlock_t l;
   ursa_ivar_t iv;
   ursa_mvar_t mv;
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   void *v;
   int iv_out;
   ASSERT_OK(ursa_init(NULL));
@@ -1086,7 +1078,7 @@ TEST_IMPL(badinput_uninitialized_objects) {
   ursa_once_t o;
   ursa_attr_t a;
   ursa_thread_t t;
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   void *v;
   int iv_out, pass;
   ASSERT_OK(ursa_init(NULL));
@@ -1216,7 +1208,7 @@ TEST_IMPL(badinput_null_pointers) {
   int v;
   void *p;
   char buf[8];
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   ASSERT_OK(ursa_init(NULL));
   ASSERT_OK(ursa_sem_init(&s, 1));
   ASSERT_OK(ursa_mutex_init(&m, URSA_MUTEX_ERRORCHECK));
@@ -1348,7 +1340,7 @@ TEST_IMPL(badinput_before_init_eperm) {
   ursa_thread_t t;
   ursa_key_t k = 0;
   char name[URSA_NAME_MAX];
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   ASSERT_ERR(ursa_mutex_lock(&g_smx), -EPERM);
   ASSERT_ERR(ursa_mutex_trylock(&g_smx), -EPERM);
   ASSERT_ERR(ursa_mutex_timedlock(&g_smx, CLOCK_MONOTONIC, &ts), -EPERM);
@@ -1422,7 +1414,7 @@ static void objs_init(struct objs *o) {
 
 /* Every operation that needs the runtime returns -EPERM; returns the number of calls checked. */
 static int objs_expect_eperm(struct objs *o) {
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   ursa_thread_t t;
   void *v;
   int n = 0;

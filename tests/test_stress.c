@@ -40,14 +40,6 @@ static void yield_n(unsigned n) {
   while (n--) ursa_yield();
 }
 
-static struct timespec in_ns(int clock, uint64_t ns) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  ts.tv_sec += (time_t)(ns / 1000000000u);
-  ts.tv_nsec += (long)(ns % 1000000000u);
-  if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
-  return ts;
-}
 
 static const int clocks[2] = { CLOCK_MONOTONIC, CLOCK_REALTIME };
 
@@ -101,7 +93,7 @@ static void mix_mutex(uint64_t *s) {
   struct timespec ts;
   unsigned how = rnd(s, 3), depth = 1 + rnd(s, 2), k;
   if (how == 0) ASSERT_OK(ursa_mutex_lock(&g_mx));
-  else if (how == 1) { ts = in_ns(clocks[rnd(s, 2)], 10000 * MS); ASSERT_OK(ursa_mutex_timedlock(&g_mx, CLOCK_MONOTONIC, &ts)); }
+  else if (how == 1) { ts = test_deadline_in(clocks[rnd(s, 2)], 10000 * MS); ASSERT_OK(ursa_mutex_timedlock(&g_mx, CLOCK_MONOTONIC, &ts)); }
   else TRY_OR_BLOCK(ursa_mutex_trylock(&g_mx), -EBUSY, ursa_mutex_lock(&g_mx));
   ASSERT_EQ(g_mx_in, 0);                     /* mutual exclusion */
   g_mx_in = 1;
@@ -118,7 +110,7 @@ static void mix_sem(uint64_t *s) {
   struct timespec ts;
   unsigned how = rnd(s, 3);
   if (how == 0) ASSERT_OK(ursa_sem_wait(&g_sem));
-  else if (how == 1) { int c = clocks[rnd(s, 2)]; ts = in_ns(c, 10000 * MS); ASSERT_OK(ursa_sem_timedwait(&g_sem, c, &ts)); }
+  else if (how == 1) { int c = clocks[rnd(s, 2)]; ts = test_deadline_in(c, 10000 * MS); ASSERT_OK(ursa_sem_timedwait(&g_sem, c, &ts)); }
   else TRY_OR_BLOCK(ursa_sem_trywait(&g_sem), -EAGAIN, ursa_sem_wait(&g_sem));
   g_sem_holders++;
   ASSERT_LE(g_sem_holders, MIX_SEM_UNITS);   /* never more holders than units */
@@ -150,7 +142,7 @@ static void mix_read(uint64_t *s) {
   struct timespec ts;
   unsigned how = rnd(s, 3);
   if (how == 0) ASSERT_OK(ursa_rwlock_rdlock(&g_rw));
-  else if (how == 1) { ts = in_ns(CLOCK_MONOTONIC, 10000 * MS); ASSERT_OK(ursa_rwlock_timedrdlock(&g_rw, CLOCK_MONOTONIC, &ts)); }
+  else if (how == 1) { ts = test_deadline_in(CLOCK_MONOTONIC, 10000 * MS); ASSERT_OK(ursa_rwlock_timedrdlock(&g_rw, CLOCK_MONOTONIC, &ts)); }
   else TRY_OR_BLOCK(ursa_rwlock_tryrdlock(&g_rw), -EBUSY, ursa_rwlock_rdlock(&g_rw));
   ASSERT_EQ(g_wr_in, 0);                     /* holds it the moment it returns */
   g_rd_in++;
@@ -171,7 +163,7 @@ static void mix_write(uint64_t *s) {
   struct timespec ts;
   unsigned how = rnd(s, 3);
   if (how == 0) ASSERT_OK(ursa_rwlock_wrlock(&g_rw));
-  else if (how == 1) { ts = in_ns(CLOCK_REALTIME, 10000 * MS); ASSERT_OK(ursa_rwlock_timedwrlock(&g_rw, CLOCK_REALTIME, &ts)); }
+  else if (how == 1) { ts = test_deadline_in(CLOCK_REALTIME, 10000 * MS); ASSERT_OK(ursa_rwlock_timedwrlock(&g_rw, CLOCK_REALTIME, &ts)); }
   else TRY_OR_BLOCK(ursa_rwlock_trywrlock(&g_rw), -EBUSY, ursa_rwlock_wrlock(&g_rw));
   ASSERT_EQ(g_wr_in, 0);
   ASSERT_EQ(g_rd_in, 0);
@@ -408,7 +400,7 @@ static void *ts_waiter(void *arg) {
   int i;
   for (i = 0; i < TS_WAITS; i++) {
     int c = clocks[rnd(&s, 2)], r;
-    struct timespec ts = in_ns(c, rnd(&s, 3000) * 1000u);     /* 0 .. 3 ms, sometimes "now" */
+    struct timespec ts = test_deadline_in(c, rnd(&s, 3000) * 1000u);     /* 0 .. 3 ms, sometimes "now" */
     r = ursa_sem_timedwait(&g_sem, c, &ts);
     if (r == 0) g_ts_ok++;
     else { ASSERT_EQ(r, -ETIMEDOUT); g_ts_timeout++; }
@@ -469,7 +461,7 @@ static void *tl_worker(void *arg) {
   uint64_t s = thread_seed(g_seed, 200000 + id);
   for (i = 0; i < TL_ITERS; i++) {
     int c = clocks[rnd(&s, 2)], r;
-    struct timespec ts = in_ns(c, rnd(&s, 2000) * 1000u);
+    struct timespec ts = test_deadline_in(c, rnd(&s, 2000) * 1000u);
     switch ((id + i) % 4) {
     case 0:                                  /* timed mutex against sleeping holders */
       r = ursa_mutex_timedlock(&g_tm, c, &ts);

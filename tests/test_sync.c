@@ -10,14 +10,6 @@
 static const int clocks[2] = { CLOCK_MONOTONIC, CLOCK_REALTIME };
 
 /* An absolute deadline ns from now on clock. */
-static struct timespec in_ns(int clock, uint64_t ns) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  ts.tv_sec += (time_t)(ns / 1000000000u);
-  ts.tv_nsec += (long)(ns % 1000000000u);
-  if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
-  return ts;
-}
 
 static uint64_t blocks_now(void) {
   ursa_stats_t s;
@@ -142,7 +134,7 @@ TEST_IMPL(sync_sem_timedwait_timeout) {
   ASSERT_OK(ursa_sem_init(&s, 0));
   for (c = 0; c < 2; c++) {
     t0 = test_now_ns();
-    ts = in_ns(clocks[c], 30 * MS);
+    ts = test_deadline_in(clocks[c], 30 * MS);
     ASSERT_ERR(ursa_sem_timedwait(&s, clocks[c], &ts), -ETIMEDOUT);
     el = test_now_ns() - t0;
     ASSERT_GE(el, 29 * MS);
@@ -181,7 +173,7 @@ TEST_IMPL(sync_sem_timedwait_success) {
   for (c = 0; c < 2; c++) {
     ASSERT_OK(ursa_create(&t, NULL, sem_post_after_10ms, &s));
     t0 = test_now_ns();
-    ts = in_ns(clocks[c], 5000 * MS);
+    ts = test_deadline_in(clocks[c], 5000 * MS);
     ASSERT_OK(ursa_sem_timedwait(&s, clocks[c], &ts));
     el = test_now_ns() - t0;
     ASSERT_GE(el, 9 * MS);
@@ -196,7 +188,7 @@ TEST_IMPL(sync_sem_timedwait_success) {
 }
 
 static void *sem_timed_waiter_20ms(void *arg) {
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 20 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 20 * MS);
   (void)arg;
   g_nwaiting++;
   return (void *)(intptr_t)ursa_sem_timedwait(&g_sem, CLOCK_MONOTONIC, &ts);
@@ -274,7 +266,7 @@ TEST_IMPL(sync_mutex_errorcheck_relock) {
   ASSERT_OK(ursa_mutex_init(&m, URSA_MUTEX_ERRORCHECK));
   ASSERT_OK(ursa_mutex_lock(&m));
   ASSERT_ERR(ursa_mutex_lock(&m), -EDEADLK);
-  ts = in_ns(CLOCK_MONOTONIC, 1000 * MS);
+  ts = test_deadline_in(CLOCK_MONOTONIC, 1000 * MS);
   ASSERT_ERR(ursa_mutex_timedlock(&m, CLOCK_MONOTONIC, &ts), -EDEADLK);
   ASSERT_EQ(try_in_other_thread(&m), -EBUSY); /* still held once */
   ASSERT_OK(ursa_mutex_unlock(&m));
@@ -325,7 +317,7 @@ TEST_IMPL(sync_mutex_normal_timed_relock_times_out) {
   ASSERT_OK(ursa_mutex_init(&m, URSA_MUTEX_NORMAL));
   ASSERT_OK(ursa_mutex_lock(&m));
   t0 = test_now_ns();
-  ts = in_ns(CLOCK_MONOTONIC, 20 * MS);
+  ts = test_deadline_in(CLOCK_MONOTONIC, 20 * MS);
   ASSERT_ERR(ursa_mutex_timedlock(&m, CLOCK_MONOTONIC, &ts), -ETIMEDOUT);  /* POSIX: relock waits */
   ASSERT_GE(test_now_ns() - t0, 19 * MS);
   ASSERT_EQ(try_in_other_thread(&m), -EBUSY);
@@ -383,12 +375,12 @@ TEST_IMPL(sync_mutex_timedlock) {
     ASSERT_OK(ursa_create(&t, NULL, hold_mutex_for, &h));
     URSA_WAITFOR(h.held);
     t0 = test_now_ns();
-    ts = in_ns(clocks[c], 20 * MS);
+    ts = test_deadline_in(clocks[c], 20 * MS);
     ASSERT_ERR(ursa_mutex_timedlock(&m, clocks[c], &ts), -ETIMEDOUT);
     el = test_now_ns() - t0;
     ASSERT_GE(el, 19 * MS);
     ASSERT_EQ(h.held, 1);                    /* timed out before the holder let go */
-    ts = in_ns(clocks[c], 5000 * MS);
+    ts = test_deadline_in(clocks[c], 5000 * MS);
     ASSERT_OK(ursa_mutex_timedlock(&m, clocks[c], &ts));   /* handed over at the holder's unlock */
     ASSERT_EQ(h.held, 0);
     ASSERT_LT(test_now_ns() - t0, 2000 * MS);
@@ -584,7 +576,7 @@ TEST_IMPL(sync_cond_timedwait_timeout_reholds_mutex) {
   for (k = 0; k < 2; k++) {
     ASSERT_OK(ursa_mutex_lock(&m));
     t0 = test_now_ns();
-    ts = in_ns(clocks[k], 20 * MS);
+    ts = test_deadline_in(clocks[k], 20 * MS);
     ASSERT_ERR(ursa_cond_timedwait(&c, &m, clocks[k], &ts), -ETIMEDOUT);
     el = test_now_ns() - t0;
     ASSERT_GE(el, 19 * MS);
@@ -597,7 +589,7 @@ TEST_IMPL(sync_cond_timedwait_timeout_reholds_mutex) {
   ASSERT_OK(ursa_mutex_lock(&m));
   ASSERT_OK(ursa_create(&t, NULL, lock_then_hold_60ms, &m));
   t0 = test_now_ns();
-  ts = in_ns(CLOCK_MONOTONIC, 10 * MS);
+  ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
   ASSERT_ERR(ursa_cond_timedwait(&c, &m, CLOCK_MONOTONIC, &ts), -ETIMEDOUT);
   el = test_now_ns() - t0;
   ASSERT_EQ(g_go[0], 2);                     /* the other thread had it, and released it */
@@ -636,7 +628,7 @@ TEST_IMPL(sync_cond_timedwait_success) {
     ASSERT_OK(ursa_create(&t, NULL, signal_after_10ms, NULL));
     t0 = test_now_ns();
     ASSERT_OK(ursa_mutex_lock(&g_cm));
-    ts = in_ns(clocks[k], 5000 * MS);
+    ts = test_deadline_in(clocks[k], 5000 * MS);
     while (!g_flag) ASSERT_OK(ursa_cond_timedwait(&g_cv, &g_cm, clocks[k], &ts));
     ASSERT_ERR(ursa_mutex_lock(&g_cm), -EDEADLK);
     ASSERT_OK(ursa_mutex_unlock(&g_cm));
@@ -970,15 +962,15 @@ TEST_IMPL(sync_rwlock_timed) {
     ASSERT_OK(ursa_create(&h, NULL, rw_holder, WR(0)));
     URSA_WAITFOR(g_wr_in == 1);
     t0 = test_now_ns();
-    ts = in_ns(clocks[c], 20 * MS);
+    ts = test_deadline_in(clocks[c], 20 * MS);
     ASSERT_ERR(ursa_rwlock_timedrdlock(&g_rw, clocks[c], &ts), -ETIMEDOUT);
-    ts = in_ns(clocks[c], 20 * MS);
+    ts = test_deadline_in(clocks[c], 20 * MS);
     ASSERT_ERR(ursa_rwlock_timedwrlock(&g_rw, clocks[c], &ts), -ETIMEDOUT);
     el = test_now_ns() - t0;
     ASSERT_GE(el, 38 * MS);
     ASSERT_EQ(g_wr_in, 1);
     ASSERT_OK(ursa_create(&s, NULL, set_go0_after_10ms, NULL));
-    ts = in_ns(clocks[c], 5000 * MS);
+    ts = test_deadline_in(clocks[c], 5000 * MS);
     ASSERT_OK(ursa_rwlock_timedwrlock(&g_rw, clocks[c], &ts));
     ASSERT_EQ(g_wr_in, 0);
     ASSERT_EQ(rw_try_in_other_thread(0), -EBUSY);
@@ -990,15 +982,15 @@ TEST_IMPL(sync_rwlock_timed) {
     g_go[0] = 0;
     ASSERT_OK(ursa_create(&h, NULL, rw_holder, RD(0)));
     URSA_WAITFOR(g_rd_in == 1);
-    ts = in_ns(clocks[c], 20 * MS);
+    ts = test_deadline_in(clocks[c], 20 * MS);
     ASSERT_OK(ursa_rwlock_timedrdlock(&g_rw, clocks[c], &ts));
     ASSERT_OK(ursa_rwlock_unlock(&g_rw));
     t0 = test_now_ns();
-    ts = in_ns(clocks[c], 20 * MS);
+    ts = test_deadline_in(clocks[c], 20 * MS);
     ASSERT_ERR(ursa_rwlock_timedwrlock(&g_rw, clocks[c], &ts), -ETIMEDOUT);
     ASSERT_GE(test_now_ns() - t0, 19 * MS);
     ASSERT_OK(ursa_create(&s, NULL, set_go0_after_10ms, NULL));
-    ts = in_ns(clocks[c], 5000 * MS);
+    ts = test_deadline_in(clocks[c], 5000 * MS);
     ASSERT_OK(ursa_rwlock_timedwrlock(&g_rw, clocks[c], &ts));
     ASSERT_EQ(g_rd_in, 0);
     ASSERT_OK(ursa_rwlock_unlock(&g_rw));
@@ -1011,7 +1003,7 @@ TEST_IMPL(sync_rwlock_timed) {
 }
 
 static void *timed_writer_20ms(void *arg) {
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 20 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 20 * MS);
   (void)arg;
   g_nwaiting++;
   return (void *)(intptr_t)ursa_rwlock_timedwrlock(&g_rw, CLOCK_MONOTONIC, &ts);
@@ -1045,7 +1037,7 @@ TEST_IMPL(sync_rwlock_writer_timeout_admits_readers) {
 }
 
 static void *timed_writer_60ms(void *arg) {
-  struct timespec ts = in_ns(CLOCK_MONOTONIC, 60 * MS);
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 60 * MS);
   (void)arg;
   g_nwaiting++;
   return (void *)(intptr_t)ursa_rwlock_timedwrlock(&g_rw, CLOCK_MONOTONIC, &ts);
