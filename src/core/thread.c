@@ -229,25 +229,22 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
     slot_free(idx);
     return err;
   }
+  /* A stack's descriptor is zero when fresh and keeps these invariants when recycled, so they
+   * need no store: is_main = 0, heap_idx = 0 (no timer outlives a wait), keys = NULL (released).
+   * wake_result, wait_kind and wait_obj are read only while BLOCKED, result only when ZOMBIE. */
+  URSA_ASSERT(!t->is_main && t->heap_idx == 0 && t->keys == NULL);
   slot_at(idx)->t = t;
   t->handle = slot_handle(idx);
   t->vp = vp;
   t->saved_errno = 0;
-  t->wake_result = 0;
   t->state = URSA__READY;
-  t->wait_kind = URSA__W_NONE;
   t->detached = a ? (uint8_t)a->detached : 0;
-  t->is_main = 0;
-  t->heap_idx = 0;
-  t->wait_obj = NULL;
   t->fn = fn;
   t->arg = arg;
-  t->result = NULL;
   t->joiner = NULL;
   t->id = ursa__g.next_id++;
   if (a && a->name[0]) memcpy(t->name, a->name, URSA_NAME_MAX);
   else t->name[0] = '\0';
-  t->keys = NULL;
   t->rdheld[0].lock = NULL;                          /* rdheld is packed: first NULL ends it */
 #if URSA_ASAN
   t->asan_fake = NULL;
