@@ -6,11 +6,11 @@
  * Ownership (one VP today, see docs/ARCHITECTURE.md):
  *   - A thread is in exactly one of these states, and the state says who owns its stack and link:
  *       URSA__RUNNING  it is vp->cur; it owns its stack; q links unused.
- *       URSA__READY    on its VP's run queue (q links); the stack is not running.
+ *       URSA__READY    in its VP's run queue (at position rq_pos); the stack is not running.
  *       URSA__BLOCKED  on one wait queue (t->waitq, q links) or on none (sleep, join); may also sit
  *                      in the VP's timer heap (t->heap_idx != 0).
- *       URSA__ZOMBIE   finished; waits for ursa_join (joinable) or for the next switch to release
- *                      it (detached).
+ *       URSA__ZOMBIE   finished; waits for ursa_join (joinable), or (detached) its handle is
+ *                      already stale and its stack waits in vp->zombie for ursa__reap.
  *   - Every field of a VP and of the threads on it is touched only by that VP's kernel thread, so
  *     none needs an atomic.
  */
@@ -352,7 +352,7 @@ URSA_HIDDEN void ursa__thread_entry(void *from) __attribute__((noreturn));
 /* Ends the running thread: never returns. */
 URSA_HIDDEN void ursa__thread_finish(struct ursa__vp *vp, void *result) __attribute__((noreturn));
 
-/* Counts the VP's timers in its heap; fires expired ones. */
+/* Wakes, with -ETIMEDOUT, every thread of the VP whose deadline is at or before now. */
 URSA_HIDDEN void ursa__timers_fire(struct ursa__vp *vp, uint64_t now);
 URSA_HIDDEN uint64_t ursa__now(void);
 
