@@ -143,6 +143,10 @@ URSA_API int ursa_sleep_ns(uint64_t ns);
 #define URSA_WAITFOR(cond) \
   do { while (!(cond)) (void)ursa_yield(); } while (0)
 
+/* Prints every thread (id, name, and running / ready / what it waits on / finished) to f: the
+ * deadlock report's format, on demand. */
+URSA_API int ursa_dump(FILE *f);
+
 /* ---------------------------------------------------------------------------------------------
  * Counters (the journal paper's run-time counters)
  * ------------------------------------------------------------------------------------------- */

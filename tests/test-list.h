@@ -9,5 +9,6 @@ TEST(thread_exit_detach_self)
 TEST(thread_sleep)
 TEST(thread_stats)
 TEST(thread_init_fini_again)
+TEST(thread_dump)
 #include "list-core.h"
 #include "list-sync.h"

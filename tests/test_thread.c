@@ -215,3 +215,36 @@ TEST_IMPL(thread_init_fini_again) {
   ASSERT_ERR(ursa_fini(), -EPERM);
   return 0;
 }
+
+static void *dump_sleeper(void *arg) { (void)arg; ursa_sleep_ns(1000000000); return NULL; }
+static void *dump_sem_waiter(void *arg) { ursa_sem_wait(arg); return NULL; }
+
+TEST_IMPL(thread_dump) {
+  ursa_thread_t t[3];
+  ursa_attr_t a;
+  ursa_sem_t s;
+  char buf[4096];
+  FILE *f = fmemopen(buf, sizeof buf, "w");
+  ASSERT(f != NULL);
+  ASSERT_OK(ursa_init(NULL));
+  ASSERT_OK(ursa_sem_init(&s, 0));
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setname(&a, "napper"));
+  ASSERT_OK(ursa_create(&t[0], &a, dump_sleeper, NULL));
+  ASSERT_OK(ursa_attr_setname(&a, "waiter"));
+  ASSERT_OK(ursa_create(&t[1], &a, dump_sem_waiter, &s));
+  ASSERT_OK(ursa_attr_setname(&a, "idle"));
+  ASSERT_OK(ursa_create(&t[2], &a, dump_sleeper, NULL));
+  ASSERT_OK(ursa_yield());                  /* all three block */
+  ASSERT_OK(ursa_dump(f));
+  fclose(f);
+  ASSERT_STR_CONTAINS(buf, "ursa: 4 threads on VP 0");
+  ASSERT_STR_CONTAINS(buf, "thread 1 (main): running");
+  ASSERT_STR_CONTAINS(buf, "thread 2 (napper): ursa_sleep_ns, until ");
+  ASSERT_STR_CONTAINS(buf, " s from now");
+  ASSERT_STR_CONTAINS(buf, "thread 3 (waiter): ursa_sem_wait on semaphore 0x");
+  ASSERT_ERR(ursa_dump(NULL), -EINVAL);
+  ASSERT_OK(ursa_sem_post(&s));
+  ASSERT_OK(ursa_join(t[1], NULL));
+  exit(0);                                  /* the sleepers need not be waited for */
+}

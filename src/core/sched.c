@@ -313,33 +313,54 @@ const char *ursa__wait_name(int kind) {
   }
 }
 
-struct report { int blocked; };
-
-static void report_one(struct ursa__thread *t, void *arg) {
-  struct report *r = arg;
-  if (t->state != URSA__BLOCKED) return;
-  r->blocked++;
+/* Prints one thread as "thread <id> (<name>): <state or what it waits on>". */
+static void print_thread(FILE *f, const struct ursa__thread *t) {
+  fprintf(f, "ursa:   thread %llu (%s): ", (unsigned long long)t->id, t->name);
+  switch (t->state) {
+  case URSA__RUNNING: fprintf(f, "running\n"); return;
+  case URSA__READY:   fprintf(f, "ready\n"); return;
+  case URSA__ZOMBIE:  fprintf(f, "finished, not yet joined\n"); return;
+  default: break;
+  }
   if (t->wait_kind == URSA__W_JOIN) {
     const struct ursa__thread *target = t->wait_obj;
-    fprintf(stderr, "ursa:   thread %llu (%s): %s %llu (%s)\n", (unsigned long long)t->id, t->name,
-            ursa__wait_name(t->wait_kind), (unsigned long long)target->id, target->name);
+    fprintf(f, "%s %llu (%s)", ursa__wait_name(t->wait_kind), (unsigned long long)target->id, target->name);
+  } else if (t->wait_kind == URSA__W_SLEEP) {
+    fprintf(f, "%s", ursa__wait_name(t->wait_kind));
   } else {
-    fprintf(stderr, "ursa:   thread %llu (%s): %s %p\n", (unsigned long long)t->id, t->name,
-            ursa__wait_name(t->wait_kind), t->wait_obj);
+    fprintf(f, "%s %p", ursa__wait_name(t->wait_kind), t->wait_obj);
   }
+  if (t->heap_idx) fprintf(f, ", until %.3f s from now", (double)(int64_t)(t->deadline - ursa__now()) / 1e9);
+  fprintf(f, "\n");
 }
 
-static void count_blocked(struct ursa__thread *t, void *arg) {
-  if (t->state == URSA__BLOCKED) ++*(int *)arg;
+struct dump { FILE *f; int only_blocked; int n; };
+
+static void dump_one(struct ursa__thread *t, void *arg) {
+  struct dump *d = arg;
+  if (d->only_blocked && t->state != URSA__BLOCKED) return;
+  d->n++;
+  if (d->f) print_thread(d->f, t);
 }
 
 void ursa__deadlock_report(struct ursa__vp *vp) {
-  struct report r = { 0 };
-  int n = 0;
+  struct dump count = { NULL, 1, 0 }, print = { stderr, 1, 0 };
   URSA_UNUSED(vp);
-  ursa__thread_foreach(count_blocked, &n);
-  fprintf(stderr, "ursa: deadlock: all %d user threads blocked, no timer pending\n", n);
-  ursa__thread_foreach(report_one, &r);
+  ursa__thread_foreach(dump_one, &count);
+  fprintf(stderr, "ursa: deadlock: all %d user threads blocked, no timer pending\n", count.n);
+  ursa__thread_foreach(dump_one, &print);
   fflush(stderr);
   exit(3);
+}
+
+int ursa_dump(FILE *f) {
+  struct dump count = { NULL, 0, 0 }, print = { f, 0, 0 };
+  URSA_VP_OR_RETURN(vp);
+  if (f == NULL) return -EINVAL;
+  ursa__thread_foreach(dump_one, &count);
+  fprintf(f, "ursa: %d threads on VP %u; %u ready, %u timers armed\n", count.n, vp->index,
+          vp->runq.tail - vp->runq.head, vp->ntimers);
+  ursa__thread_foreach(dump_one, &print);
+  fflush(f);
+  return 0;
 }
