@@ -48,12 +48,13 @@ class Bench:
     """One benchmark program and how to run and check it."""
 
     def __init__(self, bench, impl, program, unit, n, quick_n, est, what,
-                 ring=False, answer=None, max_runs=None, quick_skip=False):
+                 ring=False, answer=None, max_runs=None, quick_skip=False, args=()):
         self.bench = bench          # the bench= name the program prints (for n, quick_n: see name())
-        self.impl = impl            # ursa, pthread, boost-fcontext, boost-fiber
+        self.impl = impl            # ursa, ursa-pt, pthread, boost-fcontext, boost-fiber
         self.program = program      # executable name in <build>/bench
+        self.args = tuple(args)     # arguments before the count (a program with several benchmarks)
         self.unit = unit
-        self.n = n                  # count passed as argv[1] in a full run
+        self.n = n                  # count passed after args (argv[1] if none) in a full run
         self.quick_n = quick_n      # ... and in a --quick run
         self.est = est              # a priori seconds per full run on a 2-core VM (for the ETA)
         self.what = what            # a few words for the table
@@ -64,7 +65,7 @@ class Bench:
 
     @property
     def peer(self):
-        return self.impl != "ursa"
+        return self.impl not in ("ursa", "ursa-pt")
 
     def count(self, quick):
         return self.quick_n if quick else self.n
@@ -106,6 +107,12 @@ SUITE = [
           "503 threads, ursa_yield_to(next)", ring=True, answer=361),
     Bench("ring-direct", "boost-fiber", "boost_fiber_ring", "ns/pass", 10_000_000, 1_000_000, 0.12,
           "503 fibers, resume(next)", ring=True, answer=361),
+    Bench("pt-ring-optimum", "ursa-pt", "pt_ring", "ns/pass", 10_000_000, 1_000_000, 0.03,
+          "503 stackless threads (ursa/pt.h), polled 0..502", ring=True, answer=361,
+          args=("optimum",)),
+    Bench("pt-ring-pessimum", "ursa-pt", "pt_ring", "ns/pass", 1_000_000, 100_000, 1.0,
+          "503 stackless threads (ursa/pt.h), polled 502..0", ring=True, answer=37,
+          args=("pessimum",)),
     Bench("create-join", "ursa", "ursa_create_join", "ns/op", 1_000_000, 100_000, 0.07,
           "empty thread, warm stack pool"),
     Bench("create-join", "boost-fiber", "boost_fiber_create", "ns/op", 1_000_000, 100_000, 0.08,
@@ -120,6 +127,8 @@ SUITE = [
           "suspended fiber, 16 KiB stack"),
     Bench("rss-blocked-K", "pthread", "pthread_rss_blocked", "KiB/thread", 10_000, 10_000, 0.8,
           "blocked on a sem_t, 16 KiB stacks"),
+    Bench("pt-bytes", "ursa-pt", "pt_ring", "bytes/thread", RING, RING, 0.01,
+          "sizeof(struct ursa_pt): a stackless thread's whole state", args=("bytes",)),
 ]
 
 # The acceptance ratios: (label, numerator, denominator or None for an absolute figure, op, target).
@@ -254,11 +263,12 @@ class Progress:
         return time.monotonic() - self.start
 
 
-def run_program(path, arg, env, on_tick):
-    """Runs one program; returns (returncode or None on timeout, stdout, stderr, seconds)."""
+def run_program(path, args, env, on_tick):
+    """Runs one program with its arguments; returns (returncode or None on timeout, stdout,
+    stderr, seconds)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
-        proc = subprocess.Popen([path, str(arg)], stdout=out, stderr=err, env=env)
+        proc = subprocess.Popen([path] + [str(a) for a in args], stdout=out, stderr=err, env=env)
         rc = None
         try:
             while True:
@@ -321,8 +331,9 @@ def run_suite(args, build_bench, config):
     entries = []       # one dict per benchmark, in suite order: what goes into the JSON
     plan = []          # (bench, entry, est seconds per run, runs incl. warm-up): what to run
     for b in SUITE:
-        e = {"bench": b.name(quick), "impl": b.impl, "program": b.program, "unit": b.unit,
-             "what": b.what, "arg": b.count(quick), "n": None, "status": "pending", "reason": None,
+        e = {"bench": b.name(quick), "impl": b.impl, "program": b.program, "args": list(b.args),
+             "unit": b.unit, "what": b.what, "arg": b.count(quick), "n": None, "status": "pending",
+             "reason": None,
              "samples": [], "warmup": None, "run_seconds": [], "answer": None,
              "expected_answer": b.expected_answer(quick), "median": None, "min": None, "max": None}
         path = os.path.join(build_bench, b.program)
@@ -352,7 +363,7 @@ def run_suite(args, build_bench, config):
             kind = "warm-up" if r == 0 else f"run {r}/{runs - 1}"
             progress.show(f"{label} {kind}", True, est, 0.0)
             rc, out, err, secs = run_program(
-                path, e["arg"], env,
+                path, list(b.args) + [e["arg"]], env,
                 lambda t, k=kind: progress.show(f"{label} {k}", False, est, t))
             progress.run_done(est, secs)
             res, why = check_run(b, quick, rc, out, err)

@@ -28,6 +28,8 @@ expected=$'hello from thread 2\nworker returned 42'
 # The header alone: strict C11, and C++ when a C++ compiler is there.
 printf '#include <ursa.h>\nint main(void) { return ursa_self() != URSA_THREAD_NULL; }\n' > "$tmp/h.c"
 cc -std=c11 -pedantic -Wall -Wextra -Werror -fsyntax-only -I"$tmp/prefix/include" "$tmp/h.c"
+printf '#include <ursa/pt.h>\nstatic URSA_PT_THREAD(f(struct ursa_pt *pt)) { URSA_PT_BEGIN(pt); URSA_PT_YIELD(pt); URSA_PT_END(pt); }\nint main(void) { struct ursa_pt p; URSA_PT_INIT(&p); return f(&p) == URSA_PT_YIELDED ? 0 : 1; }\n' > "$tmp/pt.c"
+cc -std=c11 -Wall -Wextra -Werror -I"$tmp/prefix/include" "$tmp/pt.c" -o "$tmp/pt" && "$tmp/pt"
 if command -v c++ >/dev/null 2>&1; then
   cp "$tmp/h.c" "$tmp/h.cpp"
   c++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -I"$tmp/prefix/include" "$tmp/h.cpp"

@@ -12,3 +12,4 @@ TEST(thread_init_fini_again)
 TEST(thread_dump)
 #include "list-core.h"
 #include "list-sync.h"
+#include "list-pt.h"
