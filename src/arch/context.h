@@ -8,30 +8,46 @@
  *   ucontext  context_ucontext.c, getcontext/makecontext/swapcontext: portable and slow (glibc's
  *             swapcontext makes a sigprocmask system call at every switch).
  *
- * The C surface is the same for both:
- *   void *ursa__ctx_make(void *stack_top, void (*entry)(void *arg))
- *       Prepares a context at the top of a stack and returns its saved stack pointer.  The first
- *       jump to it calls entry(arg) with the arg of that jump; entry must never return (if it
- *       does, the process aborts: the trampoline has nowhere to go).
- *   void *ursa__ctx_jump(void **from_sp, void *to_sp, void *arg)
- *       Saves the caller's context, stores its stack pointer in *from_sp, resumes to_sp.  Returns,
- *       when someone jumps back to *from_sp, the arg of that jump.
- * Neither touches errno, the signal mask (asm) or thread-local storage.
+ * The C surface is the same for all:
+ *   void ursa__ctx_make(ursa__ctx_t *c, void *stack_top, void (*entry)(void *arg))
+ *       Prepares in *c a fresh context on the stack that ends at stack_top.  The first jump to it
+ *       calls entry(arg) with the arg of that jump; entry must never return (if it does, the
+ *       process aborts: the trampoline has nowhere to go).
+ *   void *ursa__ctx_jump(ursa__ctx_t *from, ursa__ctx_t *to, void *arg)
+ *       Saves the caller's context in *from and resumes *to.  Returns, when someone jumps back
+ *       to *from, the arg of that jump.
+ * Where the registers go: on x86-64 into the ursa__ctx_t itself (it lives in the thread
+ * descriptor, so a switch touches no stack frame of the thread it resumes); on AArch64 onto the
+ * suspended stack, the ursa__ctx_t holding the stack pointer; with ucontext, a ucontext_t on the
+ * suspended stack.  Neither touches errno, the signal mask (asm) or thread-local storage.
  */
 #ifndef URSA_ARCH_CONTEXT_H
 #define URSA_ARCH_CONTEXT_H
 
 #include <stdint.h>
 
+/* x86-64: RIP RSP RBX RBP R12-R15 MXCSR|FCW (9 words, see the .S file); AArch64: the saved SP;
+ * ucontext: the address of the suspended ucontext. */
+#if defined(__x86_64__) && !defined(URSA_CONTEXT_UCONTEXT)
+#  define URSA__CTX_WORDS 9
+#  define URSA__CTX_SP_WORD 1
+#else
+#  define URSA__CTX_WORDS 1
+#  define URSA__CTX_SP_WORD 0
+#endif
+
 typedef struct ursa__ctx {
-  void *sp;                          /* saved stack pointer while suspended */
+  uint64_t w[URSA__CTX_WORDS];
 } ursa__ctx_t;
 
-__attribute__((visibility("hidden"))) void *ursa__ctx_make(void *stack_top, void (*entry)(void *));
-__attribute__((visibility("hidden"))) void *ursa__ctx_jump(void **from_sp, void *to_sp, void *arg);
+/* The stack pointer a suspended context resumes with (ucontext: its ucontext, also on that stack). */
+#define URSA__CTX_SP(c) ((void *)(uintptr_t)(c)->w[URSA__CTX_SP_WORD])
+
+__attribute__((visibility("hidden"))) void ursa__ctx_make(ursa__ctx_t *c, void *stack_top, void (*entry)(void *));
+__attribute__((visibility("hidden"))) void *ursa__ctx_jump(ursa__ctx_t *from, ursa__ctx_t *to, void *arg);
 
 /* The same code as ursa__ctx_jump under a second name typed for the scheduler: the arg is the
  * resumed side's int result, so a function returning int can end in a tail call to it. */
-__attribute__((visibility("hidden"))) int ursa__ctx_switch(void **from_sp, void *to_sp, intptr_t arg);
+__attribute__((visibility("hidden"))) int ursa__ctx_switch(ursa__ctx_t *from, ursa__ctx_t *to, intptr_t arg);
 
 #endif

@@ -2,8 +2,8 @@
  * context_ucontext.c - the portable fallback of context.h on getcontext/makecontext/swapcontext
  * (-DURSA_CONTEXT=ucontext).  Same contract as the assembly: see context.h.
  *
- * The "stack pointer" of a suspended context is the address of its struct ursa__uc_ctx.  A
- * suspended ursa__ctx_jump keeps it in its own frame, on the stack it suspends; a fresh context
+ * A context (ursa__ctx_t, one word) holds the address of a struct ursa__uc_ctx.  A suspended
+ * ursa__ctx_jump keeps that struct in its own frame, on the stack it suspends; a fresh context
  * keeps it at the top of its new stack.  makecontext passes only int arguments, so the jump's arg
  * travels through a per-kernel-thread slot that the resumed side reads at once.
  */
@@ -29,32 +29,32 @@ static void ursa__uc_trampoline(void) {
   abort();                                                    /* entry must not return */
 }
 
-void *ursa__ctx_make(void *stack_top, void (*entry)(void *)) {
+void ursa__ctx_make(ursa__ctx_t *c, void *stack_top, void (*entry)(void *)) {
   uintptr_t top = (uintptr_t)stack_top & ~(uintptr_t)63;
   struct ursa__uc_ctx *f = (struct ursa__uc_ctx *)(top - ((sizeof *f + 63) & ~(size_t)63));
   char *lo = (char *)f - 1;                                   /* the stack grows down from f */
   if (getcontext(&f->uc) != 0) abort();
-  /* ucontext wants the stack as [base, base+size); give it everything below f (at most 1 GiB
-   * is assumed; the caller's guard page bounds it in practice). */
+  /* ucontext wants the stack as [base, base+size); give it the 1 MiB below f (only its top is
+   * used: the caller's guard page bounds the real stack). */
   f->uc.uc_stack.ss_sp = lo - (1u << 20) + 1;
   f->uc.uc_stack.ss_size = (1u << 20) - 64;
   f->uc.uc_link = NULL;
   f->entry = entry;
   makecontext(&f->uc, ursa__uc_trampoline, 0);
-  return f;
+  c->w[0] = (uint64_t)(uintptr_t)f;
 }
 
-void *ursa__ctx_jump(void **from_sp, void *to_sp, void *arg) {
+void *ursa__ctx_jump(ursa__ctx_t *from, ursa__ctx_t *to, void *arg) {
   struct ursa__uc_ctx self;         /* entry NULL: a suspended, not a fresh, context */
-  struct ursa__uc_ctx *to = to_sp;
+  struct ursa__uc_ctx *t = (struct ursa__uc_ctx *)(uintptr_t)to->w[0];
   self.entry = NULL;
-  *from_sp = &self;
+  from->w[0] = (uint64_t)(uintptr_t)&self;
   ursa__uc_arg = arg;
-  if (to->entry) ursa__uc_entry = to->entry;
-  if (swapcontext(&self.uc, &to->uc) != 0) abort();
+  if (t->entry) ursa__uc_entry = t->entry;
+  if (swapcontext(&self.uc, &t->uc) != 0) abort();
   return ursa__uc_arg;
 }
 
-int ursa__ctx_switch(void **from_sp, void *to_sp, intptr_t arg) {
-  return (int)(intptr_t)ursa__ctx_jump(from_sp, to_sp, (void *)arg);
+int ursa__ctx_switch(ursa__ctx_t *from, ursa__ctx_t *to, intptr_t arg) {
+  return (int)(intptr_t)ursa__ctx_jump(from, to, (void *)arg);
 }

@@ -26,8 +26,9 @@
 
         .text
 
-/* void *ursa__ctx_jump(void **from_sp, void *to_sp, void *arg)
- *   x0 = from_sp, x1 = to_sp, x2 = arg; returns arg of the jump that resumes us in x0. */
+/* void *ursa__ctx_jump(struct ursa__ctx *from, struct ursa__ctx *to, void *arg)
+ *   x0 = from, x1 = to (each holds the saved sp as its first word), x2 = arg; returns arg of
+ *   the jump that resumes us in x0. */
         .globl  ursa__ctx_jump
         .hidden ursa__ctx_jump
         .type   ursa__ctx_jump, %function
@@ -57,8 +58,9 @@ ursa__ctx_switch:
         str     x9, [sp, #0xa0]         /* save FPCR */
 
         mov     x9, sp
-        str     x9, [x0]                /* *from_sp = SP */
-        mov     sp, x1                  /* SP = to_sp: now on the other stack */
+        str     x9, [x0]                /* from->sp = SP */
+        ldr     x1, [x1]                /* to->sp */
+        mov     sp, x1                  /* SP = to->sp: now on the other stack */
 
         ldr     x9, [sp, #0xa0]
         msr     fpcr, x9                /* restore FPCR */
@@ -82,8 +84,8 @@ ursa__ctx_switch:
         .cfi_endproc
         .size   ursa__ctx_jump, .-ursa__ctx_jump
 
-/* void *ursa__ctx_make(void *stack_top, void (*entry)(void *))
- *   x0 = stack_top, x1 = entry; returns the saved sp of the new context in x0. */
+/* void ursa__ctx_make(struct ursa__ctx *c, void *stack_top, void (*entry)(void *))
+ *   x0 = c, x1 = stack_top, x2 = entry; stores the saved sp of the new context in c->sp. */
         .globl  ursa__ctx_make
         .hidden ursa__ctx_make
         .type   ursa__ctx_make, %function
@@ -91,6 +93,9 @@ ursa__ctx_switch:
 ursa__ctx_make:
         .cfi_startproc
         URSA_BTI_C
+        mov     x10, x0                 /* c */
+        mov     x0, x1                  /* stack_top */
+        mov     x1, x2                  /* entry */
         and     x0, x0, #~15            /* align the top down to 16 bytes */
         sub     x0, x0, #0xc0           /* frame (0xb0) + 16 bytes of headroom */
         stp     xzr, xzr, [x0, #0xb0]   /* zero the headroom */
@@ -107,6 +112,7 @@ ursa__ctx_make:
         stp     xzr, x9,  [x0, #0x90]   /* X29 = 0 (end of the frame chain), X30 = trampoline + 4 */
         mrs     x9, fpcr
         stp     x9,  xzr, [x0, #0xa0]   /* inherit the creator's FPCR */
+        str     x0, [x10]               /* c->sp */
         ret
         .cfi_endproc
         .size   ursa__ctx_make, .-ursa__ctx_make

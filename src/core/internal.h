@@ -90,7 +90,8 @@ struct ursa__keyval {
 };
 
 struct ursa__thread {
-  /* hot: touched by every switch and queue operation; these fields fill exactly one cache line */
+  /* hot: touched by every switch and queue operation; with the saved context they fill the first
+   * cache line (AArch64, ucontext) or two (x86-64, whose context holds the registers) */
   ursa__ctx_t          ctx;          /* saved context while not running                        */
   union {
     struct {                         /* BLOCKED: links in the wait queue t is on               */
@@ -287,7 +288,7 @@ static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread
      do {                                                                                 \
        int r_;                                                                            \
        ursa__switch_prepare(vp, from, to);                                                      \
-       r_ = ursa__ctx_switch(&(from)->ctx.sp, (to)->ctx.sp, (to)->wake_result);           \
+       r_ = ursa__ctx_switch(&(from)->ctx, &(to)->ctx, (to)->wake_result);           \
        __sanitizer_finish_switch_fiber((from)->asan_fake, NULL, NULL);                    \
        return r_;                                                                         \
      } while (0)
@@ -295,7 +296,7 @@ static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread
 #  define URSA__SWITCH_RETURN(vp, from, to)                                               \
      do {                                                                                 \
        ursa__switch_prepare(vp, from, to);                                                      \
-       return ursa__ctx_switch(&(from)->ctx.sp, (to)->ctx.sp, (to)->wake_result);         \
+       return ursa__ctx_switch(&(from)->ctx, &(to)->ctx, (to)->wake_result);         \
      } while (0)
 #endif
 
@@ -325,8 +326,10 @@ static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, uint64_t
  * return to): with hundreds of threads it is not in the cache, and the caller usually has some
  * bookkeeping left to overlap with the miss. */
 static inline void ursa__prefetch_frame(const struct ursa__thread *t) {
-  __builtin_prefetch(t->ctx.sp);
-  __builtin_prefetch((const char *)t->ctx.sp + 64);
+  __builtin_prefetch(URSA__CTX_SP(&t->ctx));
+#if URSA__CTX_WORDS == 1                     /* the saved registers are on the stack too */
+  __builtin_prefetch((const char *)URSA__CTX_SP(&t->ctx) + 64);
+#endif
 }
 
 /* Makes the BLOCKED thread t READY (tail of its VP's run queue) with wake result res; removes its
@@ -441,6 +444,6 @@ static inline int ursa__obj_check(uint32_t *m, uint32_t magic, bool zeroable) {
   if (zeroable && *m == 0) { *m = magic; return 0; }
   return -EINVAL;
 }
-_Static_assert(offsetof(struct ursa__thread, heap_idx) + sizeof(uint32_t) <= 64,
-               "the hot fields of struct ursa__thread must fit one cache line");
+_Static_assert(offsetof(struct ursa__thread, heap_idx) + sizeof(uint32_t) - sizeof(ursa__ctx_t) <= 56,
+               "the hot fields of struct ursa__thread must fit one cache line with the context's end");
 #endif /* URSA_INTERNAL_H */

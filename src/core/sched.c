@@ -248,7 +248,7 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
     ursa__deadlock_report(vp);
   }
   ursa__switch_prepare(vp, cur, next);
-  ursa__ctx_switch(&cur->ctx.sp, next->ctx.sp, next->wake_result);
+  ursa__ctx_switch(&cur->ctx, &next->ctx, next->wake_result);
   URSA_PANIC("a finished thread was resumed");
 }
 

@@ -252,7 +252,7 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
 #if URSA_TSAN
   t->tsan_fiber = __tsan_create_fiber(0);
 #endif
-  t->ctx.sp = ursa__ctx_make(t, ursa__thread_entry);
+  ursa__ctx_make(&t->ctx, t, ursa__thread_entry);
   ursa__runq_push(vp, t);
   vp->nthreads++;
   vp->stats.created++;

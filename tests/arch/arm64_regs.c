@@ -24,16 +24,17 @@
 #include <unwind.h>
 
 /* From src/arch/context.h (not included: this program is built on its own). */
-void *ursa__ctx_make(void *stack_top, void (*entry)(void *));
-void *ursa__ctx_jump(void **from_sp, void *to_sp, void *arg);
+/* context.h's interface; on AArch64 a struct ursa__ctx is one word, the saved stack pointer. */
+void ursa__ctx_make(void **ctx, void *stack_top, void (*entry)(void *));
+void *ursa__ctx_jump(void **from_ctx, void **to_ctx, void *arg);
 
 /* One switch: inputs, then what was found after control came back.  Word indices, used by the asm
  * (so plain macros: the asm text needs the numbers). */
 #define T_X_IN      0        /* X19..X29: 11 words */
 #define T_D_IN      11       /* D8..D15: 8 words */
 #define T_FPCR_IN   19
-#define T_FROM      20       /* void **from_sp */
-#define T_TO        21       /* void *to_sp */
+#define T_FROM      20       /* void **from_ctx */
+#define T_TO        21       /* void **to_ctx */
 #define T_ARG       22       /* void *arg */
 #define T_X_OUT     23       /* X19..X29 after the jump returned */
 #define T_D_OUT     34       /* D8..D15 after */
@@ -136,7 +137,7 @@ __attribute__((noinline)) static void run_switch(uint64_t *t) {
 }
 
 /* Distinct, recognisable patterns: tag in the top byte, register number in the low byte. */
-static void fill(uint64_t *t, uint64_t tag, uint64_t fpcr, void **from, void *to, void *arg) {
+static void fill(uint64_t *t, uint64_t tag, uint64_t fpcr, void **from, void **to, void *arg) {
   memset(t, 0, T_WORDS * sizeof *t);
   for (int i = 0; i < 11; i++) t[T_X_IN + i] = tag << 56 | 0x00a5a5a5a5a50000u | (uint64_t)(19 + i);
   for (int i = 0; i < 8; i++) t[T_D_IN + i] = tag << 56 | 0x005a5a5a5a5a0000u | (uint64_t)(8 + i);
@@ -203,11 +204,11 @@ __attribute__((noreturn)) static void other_entry(void *arg) {
         "unwinding from the entry: reason %d after %d frames, want END_OF_STACK (5) within 4",
         (int)r, w.depth);
 
-  fill(t2, 0xb2, FPCR_B, &other_sp, main_sp, ARG2);
+  fill(t2, 0xb2, FPCR_B, &other_sp, &main_sp, ARG2);
   run_switch(t2);                                 /* back to main; resumed by its second jump */
   verify("other", t2, ARG3);
 
-  ursa__ctx_jump(&other_sp, main_sp, ARG4);       /* never resumed */
+  ursa__ctx_jump(&other_sp, &main_sp, ARG4);      /* never resumed */
   abort();
 }
 
@@ -219,18 +220,18 @@ int main(void) {
   set_fpcr(FPCR_CREATOR);
   CHECK(get_fpcr() == FPCR_CREATOR, "this CPU (emulator) keeps fpcr %#llx only as %#llx",
         (unsigned long long)FPCR_CREATOR, (unsigned long long)get_fpcr());
-  other_sp = ursa__ctx_make(stack + size - 5, other_entry);   /* an unaligned top on purpose */
+  ursa__ctx_make(&other_sp, stack + size - 5, other_entry);    /* an unaligned top on purpose */
   set_fpcr(0);
   CHECK((uintptr_t)other_sp % 16 == 0, "ursa__ctx_make returned an unaligned sp %p", other_sp);
   CHECK((char *)other_sp > stack && (char *)other_sp < stack + size - 5,
         "ursa__ctx_make returned %p outside the stack [%p, %p)", other_sp, (void *)stack,
         (void *)(stack + size - 5));
 
-  fill(t1, 0xa1, FPCR_A, &main_sp, other_sp, ARG1);
+  fill(t1, 0xa1, FPCR_A, &main_sp, &other_sp, ARG1);
   run_switch(t1);                                 /* into the fresh context */
   verify("main, 1st return", t1, ARG2);
 
-  fill(t3, 0xc3, FPCR_C, &main_sp, other_sp, ARG3);
+  fill(t3, 0xc3, FPCR_C, &main_sp, &other_sp, ARG3);
   run_switch(t3);                                 /* resume the other context */
   verify("main, 2nd return", t3, ARG4);
 
