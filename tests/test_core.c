@@ -70,6 +70,7 @@ TEST_IMPL(context_fp_control_state) {
   ursa_thread_t t[2];
   void *r;
   int i;
+  if (TEST_UNDER_VALGRIND) RETURN_SKIP("Valgrind does not emulate FP rounding modes");
   ASSERT_OK(ursa_init(NULL));
   for (i = 0; i < 2; i++) ASSERT_OK(ursa_create(&t[i], NULL, fp_worker, (void *)(intptr_t)i));
   fesetround(FE_TOWARDZERO);
@@ -242,6 +243,7 @@ TEST_IMPL(stack_vma_limit_is_an_error) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   RETURN_SKIP("sanitizer runtimes fail themselves once the VMA limit is reached");
 #endif
+  if (TEST_UNDER_VALGRIND) RETURN_SKIP("Valgrind runs out of its own memory segments first");
   run_child(vma_limit_scenario, &status, out, sizeof out);
   ASSERT_STR_CONTAINS(out, "vm.max_map_count");
   ASSERT_STR_CONTAINS(out, "then -11");    /* -EAGAIN */
@@ -261,6 +263,7 @@ TEST_IMPL(stack_guard_costs_no_vma) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   RETURN_SKIP("sanitizer runtimes map memory of their own");
 #endif
+  if (TEST_UNDER_VALGRIND) RETURN_SKIP("tens of thousands of threads take minutes under Valgrind");
   ASSERT_OK(ursa_init(NULL));
   ASSERT_OK(ursa_sem_init(&s, 0));
   for (i = 0; i < maxmap / 2 + 5000 && r == 0; i++) r = ursa_create(&t, NULL, block_forever, &s);

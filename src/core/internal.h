@@ -130,6 +130,9 @@ struct ursa__thread {
 #if URSA_TSAN
   void                *tsan_fiber;
 #endif
+#if URSA_VALGRIND
+  unsigned             vg_stack;     /* VALGRIND_STACK_REGISTER id of this stack               */
+#endif
 };
 
 /* ---- the virtual processor -------------------------------------------------------------------- */
@@ -166,8 +169,9 @@ extern __thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-
 
 /* The handle table: slot i holds thread t while t is live or unjoined; the slot's generation is
  * bumped when t is released, so an old handle no longer matches.  The table is one reserved
- * virtual range (pages are touched as slots come into use) that stays mapped until ursa_fini, so
- * looking up any handle value is memory-safe and costs one bounds check and one load.
+ * virtual range, made accessible URSA__SLOT_GROW slots at a time, that stays mapped until
+ * ursa_fini, so looking up any handle value (checked against nslots first) is memory-safe and
+ * costs one bounds check and one load.
  * Handle = gen << 32 | (index + 1); generations start at 1, so small integers are never handles. */
 #define URSA__SLOT_GROW 4096u                /* slots readied at a time                 */
 #define URSA__SLOTS_MAX (1u << 24)           /* 16,777,216 threads at most (256 MiB of address space) */

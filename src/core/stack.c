@@ -40,6 +40,9 @@
 #if URSA_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
+#if URSA_VALGRIND
+#include <valgrind/valgrind.h>                /* client requests: a few no-op instructions natively */
+#endif
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
@@ -95,12 +98,22 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
   t = (struct ursa__thread *)(map + guard + size - URSA__DESC_SIZE - 64u * (color_next++ % URSA__COLORS));
   t->stack_lo = map + guard;
   t->stack_size = size;
+#if URSA_VALGRIND
+  t->vg_stack = VALGRIND_STACK_REGISTER(t->stack_lo, t->stack_lo + size);
+#endif
   return t;
 fail:
   warn_vma_once("add a stack guard page");
   munmap(map, size + guard);
   *err = -EAGAIN;
   return NULL;
+}
+
+static void stack_unmap(struct ursa__thread *t) {
+#if URSA_VALGRIND
+  VALGRIND_STACK_DEREGISTER(t->vg_stack);
+#endif
+  munmap(t->stack_lo - ursa__g.guard_size, t->stack_size + ursa__g.guard_size);
 }
 
 struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_t size, int *err) {
@@ -126,7 +139,7 @@ void ursa__stack_put_slow(struct ursa__vp *vp, struct ursa__thread *t) {
     vp->pool_len++;
     return;
   }
-  munmap(t->stack_lo - ursa__g.guard_size, t->stack_size + ursa__g.guard_size);
+  stack_unmap(t);
 }
 
 int ursa__stack_prealloc(struct ursa__vp *vp, size_t n) {
@@ -143,7 +156,7 @@ void ursa__stack_pool_drain(struct ursa__vp *vp) {
   while (vp->pool) {
     struct ursa__thread *t = vp->pool;
     vp->pool = t->qnext;
-    munmap(t->stack_lo - ursa__g.guard_size, t->stack_size + ursa__g.guard_size);
+    stack_unmap(t);
   }
   vp->pool_len = 0;
 }

@@ -98,12 +98,16 @@ static int slot_grow(void) {
   struct ursa__slots *S = &ursa__g.slots;
   uint32_t i;
   if (S->slot == NULL) {
-    void *m = mmap(NULL, (size_t)URSA__SLOTS_MAX * sizeof *S->slot, PROT_READ | PROT_WRITE,
+    /* Reserved inaccessible, and opened a step at a time: a core dump then holds only the
+     * slots in use, not the whole 256 MiB. */
+    void *m = mmap(NULL, (size_t)URSA__SLOTS_MAX * sizeof *S->slot, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return -ENOMEM;
     S->slot = m;
   }
   if (S->nslots >= URSA__SLOTS_MAX) return -EAGAIN;
+  if (mprotect(&S->slot[S->nslots], URSA__SLOT_GROW * sizeof *S->slot, PROT_READ | PROT_WRITE) != 0)
+    return -ENOMEM;
   for (i = 0; i < URSA__SLOT_GROW; i++) {
     S->slot[S->nslots + i].gen = 1;
     S->slot[S->nslots + i].next_free = i + 1 < URSA__SLOT_GROW ? S->nslots + i + 2 : 0;
