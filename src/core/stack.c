@@ -6,9 +6,9 @@
  *   | guard (1 page) | usable stack ............................ | descriptor |
  *   ^ map            ^ stack_lo                       initial SP ^            ^ stack_lo + size
  *
- * The thread descriptor (struct ursa__thread) lives at the top of its own stack (lowered by a cache
- * colour of 0-23 steps of 128 bytes, see below), so a thread costs one mapping and, while it has not used much
- * stack, one touched page.
+ * The thread descriptor (struct ursa__thread) lives at the top of its own stack (lowered by a
+ * cache colour of 0-23 steps of 128 bytes, see below), so a thread costs one mapping and, while it
+ * has not used much stack, one touched page.
  *
  * Guard pages.  MADV_GUARD_INSTALL (Linux 6.13+) makes the guard without splitting the mapping,
  * so adjacent stacks merge into one VMA and vm.max_map_count does not limit the thread count.
