@@ -43,7 +43,27 @@ typedef struct ursa__ctx {
 /* The stack pointer a suspended context resumes with (ucontext: its ucontext, also on that stack). */
 #define URSA__CTX_SP(c) ((void *)(uintptr_t)(c)->w[URSA__CTX_SP_WORD])
 
+#if URSA__CTX_WORDS == 9
+/* x86-64: the fresh context is only register values, so it is made here, inline (the layout is the
+ * table at the top of switch_x86_64_sysv_elf_gas.S). */
+__attribute__((visibility("hidden"))) extern char ursa__ctx_trampoline[];
+static inline void ursa__ctx_make(ursa__ctx_t *c, void *stack_top, void (*entry)(void *)) {
+  uint64_t *sp = (uint64_t *)(((uintptr_t)stack_top & ~(uintptr_t)15) - 16);
+  uint32_t mxcsr;
+  uint16_t fcw;
+  __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(mxcsr), "=m"(fcw));  /* inherit the creator's */
+  sp[0] = 0;                                   /* headroom: no return address above the entry */
+  sp[1] = 0;
+  c->w[0] = (uint64_t)(uintptr_t)ursa__ctx_trampoline;   /* RIP */
+  c->w[1] = (uint64_t)(uintptr_t)sp;                     /* RSP, 16-aligned at the trampoline */
+  c->w[2] = (uint64_t)(uintptr_t)entry;                  /* RBX: called by the trampoline */
+  c->w[3] = 0;                                           /* RBP: the end of the frame chain */
+  c->w[4] = c->w[5] = c->w[6] = c->w[7] = 0;             /* R12-R15 */
+  c->w[8] = (uint64_t)mxcsr | (uint64_t)fcw << 32;       /* MXCSR, x87 control word */
+}
+#else
 __attribute__((visibility("hidden"))) void ursa__ctx_make(ursa__ctx_t *c, void *stack_top, void (*entry)(void *));
+#endif
 __attribute__((visibility("hidden"))) void *ursa__ctx_jump(ursa__ctx_t *from, ursa__ctx_t *to, void *arg);
 
 /* The same code as ursa__ctx_jump under a second name typed for the scheduler: the arg is the

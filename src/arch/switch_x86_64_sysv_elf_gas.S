@@ -12,9 +12,10 @@
  * registers beside the rest of the descriptor, a switch to a thread reads the lines of its
  * descriptor only (which its waker has just touched), not a frame somewhere on its stack.
  *
- * A fresh context (ursa__ctx_make) has RIP = ursa__ctx_trampoline, RSP = the stack top aligned
- * down to 16 minus 16, RBX = entry, RBP = 0 and the creator's MXCSR and x87 control word (a new
- * thread inherits the floating-point environment, as pthread_create's threads do).
+ * A fresh context (ursa__ctx_make, inline in context.h) has RIP = ursa__ctx_trampoline, RSP =
+ * the stack top aligned down to 16 minus 16, RBX = entry, RBP = 0 and the creator's MXCSR and
+ * x87 control word (a new thread inherits the floating-point environment, as pthread_create's
+ * threads do).
  */
 #ifdef __CET__
 #include <cet.h>
@@ -71,37 +72,14 @@ ursa__ctx_switch:
         .cfi_endproc
         .size   ursa__ctx_jump, .-ursa__ctx_jump
 
-/* void ursa__ctx_make(struct ursa__ctx *c, void *stack_top, void (*entry)(void *))
- *   rdi = c, rsi = stack_top, rdx = entry. */
-        .globl  ursa__ctx_make
-        .hidden ursa__ctx_make
-        .type   ursa__ctx_make, @function
-        .p2align 4
-ursa__ctx_make:
-        .cfi_startproc
-        _CET_ENDBR
-        andq    $-16, %rsi              /* align the top down to 16 bytes */
-        leaq    -0x10(%rsi), %rsi       /* 16 bytes of headroom; RSP % 16 == 0 at the trampoline */
-        movq    $0, 0x00(%rsi)          /* zero the headroom (no return address above the entry) */
-        movq    $0, 0x08(%rsi)
-        leaq    ursa__ctx_trampoline(%rip), %rax
-        movq    %rax, 0x00(%rdi)        /* RIP = trampoline */
-        movq    %rsi, 0x08(%rdi)        /* RSP */
-        movq    %rdx, 0x10(%rdi)        /* RBX = entry, called by the trampoline */
-        movq    $0, 0x18(%rdi)          /* RBP = 0: the end of the frame-pointer chain */
-        movq    $0, 0x20(%rdi)          /* R12 */
-        movq    $0, 0x28(%rdi)          /* R13 */
-        movq    $0, 0x30(%rdi)          /* R14 */
-        movq    $0, 0x38(%rdi)          /* R15 */
-        stmxcsr 0x40(%rdi)              /* inherit the creator's MXCSR */
-        fnstcw  0x44(%rdi)              /* inherit the creator's x87 control word */
-        ret
-        .cfi_endproc
-        .size   ursa__ctx_make, .-ursa__ctx_make
+/* A fresh context is made in C (ursa__ctx_make in context.h): RIP = ursa__ctx_trampoline,
+ * RSP = the stack top aligned down to 16 minus 16, RBX = entry, the other registers 0, and the
+ * creator's MXCSR and x87 control word. */
 
 /* The first code a fresh context runs.  RDI = arg (set by ursa__ctx_jump), RBX = entry,
  * RSP % 16 == 0.  .cfi_undefined rip tells debuggers and unwinders that the call chain ends here;
  * the leading nop keeps "return address - 1" of a frame that returns here inside this range. */
+        .globl  ursa__ctx_trampoline
         .hidden ursa__ctx_trampoline
         .type   ursa__ctx_trampoline, @function
         .p2align 4

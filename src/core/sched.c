@@ -237,7 +237,12 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
     ursa__thread_release_handle(cur);                         /* the handle is stale at once */
     if (!cur->is_main) vp->zombie = cur;                      /* the stack: after the switch */
   } else if (cur->joiner) {
-    ursa__wake(cur->joiner, 0);
+    next = cur->joiner;
+    if (ursa_likely(vp->ntimers == 0 && ursa__runq_empty(vp) && next->heap_idx == 0)) {
+      next->wake_result = 0;                                  /* it would be next anyway: hand */
+      goto run;                                               /* over without the run queue    */
+    }
+    ursa__wake(next, 0);
   }
   if (vp->ntimers != 0 || (next = ursa__runq_pop(vp)) == NULL) next = next_ready(vp);
   if (next == NULL) {
@@ -247,6 +252,7 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
     }
     ursa__deadlock_report(vp);
   }
+run:
   ursa__switch_prepare(vp, cur, next);
   ursa__ctx_switch(&cur->ctx, &next->ctx, next->wake_result);
   URSA_PANIC("a finished thread was resumed");
