@@ -97,7 +97,7 @@ struct ursa__thread {
     struct {                         /* BLOCKED: links in the wait queue t is on               */
       struct ursa__thread *qnext, *qprev;
     };
-    uint32_t           rq_pos;       /* READY: t's position in vp->runq                         */
+    uint32_t           rq_pos;       /* READY in the ring: t's position in vp->runq             */
   };
   struct ursa__waitq  *waitq;        /* the wait queue t is on, or NULL                        */
   struct ursa__vp     *vp;           /* the VP t runs on                                        */
@@ -143,6 +143,7 @@ struct ursa__thread {
  * without touching any other thread.  The capacity is kept above the number of live threads
  * (ursa__sched_reserve), so a push never allocates and never finds the ring full. */
 struct ursa__runq {
+  struct ursa__thread *next;         /* the oldest ready thread, while the ring is empty        */
   struct ursa__thread **buf;
   uint32_t             mask;         /* capacity - 1 (a power of two)                           */
   uint32_t             head, tail;   /* free-running positions                                  */
@@ -230,9 +231,17 @@ static inline void ursa__q_remove(struct ursa__waitq *q, struct ursa__thread *t)
 
 /* ---- run queue --------------------------------------------------------------------------------- */
 
+/* The run queue's order is `next` (when set) and then the ring.  `next` is filled only while the
+ * ring is empty, so it always holds the oldest ready thread and FIFO order is kept; a hand-off
+ * between two threads (a post and a wait, a ping-pong of yields) then never touches the ring. */
+
 /* Appends the READY thread t.  Executed only by the owning VP. */
 static inline void ursa__runq_push(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__runq *q = &vp->runq;
+  if (q->next == NULL && q->head == q->tail) {
+    q->next = t;
+    return;
+  }
   URSA_ASSERT(q->tail - q->head <= q->mask);
   t->rq_pos = q->tail;
   q->buf[q->tail++ & q->mask] = t;
@@ -241,17 +250,30 @@ static inline void ursa__runq_push(struct ursa__vp *vp, struct ursa__thread *t) 
 /* Removes and returns the first thread, NULL when none.  Executed only by the owning VP. */
 static inline struct ursa__thread *ursa__runq_pop(struct ursa__vp *vp) {
   struct ursa__runq *q = &vp->runq;
+  struct ursa__thread *t = q->next;
+  if (t != NULL) {
+    q->next = NULL;
+    return t;
+  }
   if (q->head == q->tail) return NULL;
   return q->buf[q->head++ & q->mask];
 }
 
 static inline bool ursa__runq_empty(const struct ursa__vp *vp) {
-  return vp->runq.head == vp->runq.tail;
+  return vp->runq.next == NULL && vp->runq.head == vp->runq.tail;
+}
+
+static inline uint32_t ursa__runq_len(const struct ursa__vp *vp) {
+  return (vp->runq.next != NULL) + (vp->runq.tail - vp->runq.head);
 }
 
 /* Puts the READY thread `in` where the READY thread `out` is, and takes `out` off the queue. */
 static inline void ursa__runq_replace(struct ursa__vp *vp, struct ursa__thread *out, struct ursa__thread *in) {
   struct ursa__runq *q = &vp->runq;
+  if (q->next == out) {
+    q->next = in;
+    return;
+  }
   in->rq_pos = out->rq_pos;
   q->buf[out->rq_pos & q->mask] = in;
 }

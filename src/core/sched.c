@@ -365,7 +365,7 @@ int ursa_dump(FILE *f) {
   if (f == NULL) return -EINVAL;
   ursa__thread_foreach(dump_one, &count);
   fprintf(f, "ursa: %d threads on VP %u; %u ready, %u timers armed\n", count.n, vp->index,
-          vp->runq.tail - vp->runq.head, vp->ntimers);
+          ursa__runq_len(vp), vp->ntimers);
   ursa__thread_foreach(dump_one, &print);
   fflush(f);
   return 0;
