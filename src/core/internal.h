@@ -99,7 +99,7 @@ struct ursa__thread {
     };
     uint32_t           rq_pos;       /* READY in the ring: t's position in vp->runq             */
   };
-  struct ursa__waitq  *waitq;        /* the wait queue t is on, or NULL                        */
+  struct ursa__waitq  *waitq;        /* the wait queue of t's timed wait, or NULL (see q_pop)   */
   struct ursa__vp     *vp;           /* the VP t runs on                                        */
   void                *wait_obj;     /* the object t waits on, for reports                      */
   int                  saved_errno;  /* t's errno while it is not running                       */
@@ -213,12 +213,13 @@ static inline void ursa__q_push(struct ursa__waitq *q, struct ursa__thread *t) {
   t->waitq = q;
 }
 
+/* Pop and remove leave t->waitq as it was: it is read only for a BLOCKED thread with a timer
+ * (to leave its queue on timeout), and every timed wait sets it first (push, or NULL for a sleep). */
 static inline struct ursa__thread *ursa__q_pop(struct ursa__waitq *q) {
   struct ursa__thread *t = q->head;
   if (t) {
     q->head = t->qnext;
     if (q->head) q->head->qprev = NULL; else q->tail = NULL;
-    t->waitq = NULL;
   }
   return t;
 }
@@ -226,7 +227,6 @@ static inline struct ursa__thread *ursa__q_pop(struct ursa__waitq *q) {
 static inline void ursa__q_remove(struct ursa__waitq *q, struct ursa__thread *t) {
   if (t->qprev) t->qprev->qnext = t->qnext; else q->head = t->qnext;
   if (t->qnext) t->qnext->qprev = t->qprev; else q->tail = t->qprev;
-  t->waitq = NULL;
 }
 
 /* ---- run queue --------------------------------------------------------------------------------- */
@@ -361,7 +361,7 @@ static inline void ursa__prefetch_frame(const struct ursa__thread *t) {
 /* Makes the BLOCKED thread t READY (tail of its VP's run queue) with wake result res; removes its
  * timer.  t must already be off every wait queue.  Never switches.  Executed only by t's VP. */
 static inline void ursa__wake(struct ursa__thread *t, int res) {
-  URSA_ASSERT(t->state == URSA__BLOCKED && t->waitq == NULL);
+  URSA_ASSERT(t->state == URSA__BLOCKED);
   if (ursa_unlikely(t->heap_idx != 0)) {
     ursa__wake_timed(t, res);                /* out of line: keeps callers frameless */
     return;

@@ -148,7 +148,10 @@ void ursa__wake_timed(struct ursa__thread *t, int res) {
 void ursa__timers_fire(struct ursa__vp *vp, uint64_t now) {
   while (vp->ntimers && vp->timers[1]->deadline <= now) {
     struct ursa__thread *t = vp->timers[1];
-    if (t->waitq) ursa__q_remove(t->waitq, t);               /* leave the object's queue */
+    if (t->waitq) {                                           /* leave the object's queue */
+      ursa__q_remove(t->waitq, t);
+      t->waitq = NULL;
+    }
     vp->stats.timers++;
     ursa__wake(t, -ETIMEDOUT);                                /* cancels the timer too */
   }
@@ -295,6 +298,7 @@ int ursa_sleep_ns(uint64_t ns) {
   URSA_VP_OR_RETURN(vp);
   if (ns == 0) return ursa_yield();
   now = ursa__now();
+  vp->cur->waitq = NULL;                                      /* on no queue while asleep */
   ursa__block(vp, URSA__W_SLEEP, NULL, ns > UINT64_MAX - now ? UINT64_MAX : now + ns);
   return 0;
 }
