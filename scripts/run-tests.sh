@@ -2,17 +2,18 @@
 # scripts/run-tests.sh [config...] - builds ursa in each configuration and runs every test with
 # CTest (each test in its own process, under a timeout).  Configurations:
 #   plain     gcc, asm context switch, -Werror
+#   debug     -O0 with ursa's internal invariant checks (URSA_ASSERT, -DURSA_DEBUG) on
 #   asan      AddressSanitizer + UndefinedBehaviorSanitizer
 #   ucontext  the portable ucontext context switch
 #   tsan      ThreadSanitizer
 #   valgrind  the plain build, each test run under Valgrind memcheck (stacks registered)
 #   aarch64   cross-built for AArch64 and run under qemu-aarch64 (scripts/test-aarch64.sh; skipped
 #             with a message when the cross tools cannot be installed)
-# Default: all six.  Exits non-zero if any build or test fails; the last line sums them up.
+# Default: all seven.  Exits non-zero if any build or test fails; the last line sums them up.
 set -u
 cd "$(dirname "$0")/.."
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(plain asan ucontext tsan valgrind aarch64)
+[ ${#configs[@]} -eq 0 ] && configs=(plain debug asan ucontext tsan valgrind aarch64)
 
 total_pass=0; total_fail=0; bad=()
 for c in "${configs[@]}"; do
@@ -32,6 +33,7 @@ for c in "${configs[@]}"; do
   fi
   case "$c" in
     plain)    flags=() ;;
+    debug)    flags=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS=-DURSA_DEBUG) ;;
     asan)     flags=(-DURSA_SANITIZE=address) ;;
     ucontext) flags=(-DURSA_CONTEXT=ucontext) ;;
     tsan)     flags=(-DURSA_SANITIZE=thread) ;;
