@@ -7,13 +7,15 @@
 #   ucontext  the portable ucontext context switch
 #   tsan      ThreadSanitizer
 #   valgrind  the plain build, each test run under Valgrind memcheck (stacks registered)
+#   hard      allocation-failure injection (-DURSA_TEST_HARD=ON): every allocation and mapping of
+#             a scenario fails in turn; errors must be -ENOMEM/-EAGAIN and nothing may leak
 #   aarch64   cross-built for AArch64 and run under qemu-aarch64 (scripts/test-aarch64.sh; skipped
 #             with a message when the cross tools cannot be installed)
-# Default: all seven.  Exits non-zero if any build or test fails; the last line sums them up.
+# Default: all eight.  Exits non-zero if any build or test fails; the last line sums them up.
 set -u
 cd "$(dirname "$0")/.."
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(plain debug asan ucontext tsan valgrind aarch64)
+[ ${#configs[@]} -eq 0 ] && configs=(plain debug asan ucontext tsan valgrind hard aarch64)
 
 total_pass=0; total_fail=0; bad=()
 for c in "${configs[@]}"; do
@@ -37,6 +39,7 @@ for c in "${configs[@]}"; do
     asan)     flags=(-DURSA_SANITIZE=address) ;;
     ucontext) flags=(-DURSA_CONTEXT=ucontext) ;;
     tsan)     flags=(-DURSA_SANITIZE=thread) ;;
+    hard)     flags=(-DURSA_TEST_HARD=ON) ;;
     valgrind) flags=(-DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;-q") ;;
     *) echo "unknown configuration $c" >&2; exit 2 ;;
   esac

@@ -448,6 +448,16 @@ URSA_HIDDEN void ursa__keys_run_destructors(struct ursa__thread *t);
 URSA_HIDDEN const char *ursa__wait_name(int kind);
 URSA_HIDDEN void ursa__deadlock_report(struct ursa__vp *vp) __attribute__((noreturn));
 
+/* Allocation-failure injection for the hard test build (-DURSA_TEST_HARD=ON): every allocation
+ * and mapping ursa makes first asks URSA__FAIL(), which is true for the URSA_FAIL_AT-th one
+ * counted from ursa_init (Argobots' rtrace method).  Always false in other builds. */
+#if URSA_TEST_HARD
+URSA_HIDDEN bool ursa__fail_now(void);
+#  define URSA__FAIL() ursa_unlikely(ursa__fail_now())
+#else
+#  define URSA__FAIL() false
+#endif
+
 /* The running VP, or return -EPERM from the calling API function. */
 #define URSA_VP_OR_RETURN(vp)                                    \
   struct ursa__vp *vp = ursa__tls_vp;                            \

@@ -58,11 +58,23 @@ static void print_stats_at_exit(void) {
   if (ursa__g.stats) ursa_stats_print(stderr);
 }
 
+#if URSA_TEST_HARD
+static long fail_at, alloc_count;
+
+bool ursa__fail_now(void) {
+  return fail_at > 0 && ++alloc_count == fail_at;
+}
+#endif
+
 int ursa_init(const ursa_config_t *cfg) {
   struct ursa__vp *vp = &ursa__g.vp0;
   ursa_config_t c;
   int err;
   if (ursa__g.initialized || ursa__tls_vp) return -EBUSY;
+#if URSA_TEST_HARD
+  fail_at = getenv("URSA_FAIL_AT") ? atol(getenv("URSA_FAIL_AT")) : 0;
+  alloc_count = 0;
+#endif
   memset(&c, 0, sizeof c);
   if (cfg) c = *cfg;
   if (c.stack_size == 0) c.stack_size = env_size("URSA_STACK_SIZE");
@@ -90,9 +102,9 @@ int ursa_init(const ursa_config_t *cfg) {
 
   memset(vp, 0, sizeof *vp);
   vp->errno_p = &errno;
-  if ((err = ursa__sched_reserve(vp, 64)) != 0) goto fail_timers;
-  if ((err = ursa__threads_init()) != 0) goto fail_timers;
-  if ((err = ursa__overflow_handler_install()) != 0) goto fail_threads;
+  if ((err = ursa__sched_reserve(vp, 64)) != 0) goto fail;
+  if ((err = ursa__threads_init()) != 0) goto fail;
+  if ((err = ursa__overflow_handler_install()) != 0) goto fail;
   ursa__tls_vp = vp;
   ursa__g.initialized = 1;
   (void)ursa__stack_prealloc(vp, c.stack_prealloc);   /* best effort: create maps on demand */
@@ -101,9 +113,8 @@ int ursa_init(const ursa_config_t *cfg) {
     atexit_registered = 1;
   }
   return 0;
-fail_threads:
+fail:                                                 /* each undo is a no-op if not done */
   ursa__threads_fini();
-fail_timers:
   free(vp->timers);
   free(vp->runq.buf);
   memset(vp, 0, sizeof *vp);

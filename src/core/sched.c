@@ -116,7 +116,7 @@ int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
     struct ursa__thread **n;
     while (cap < nthreads + 2) cap *= 2;
     if (cap > UINT32_MAX) return -ENOMEM;
-    if ((n = realloc(vp->timers, cap * sizeof *n)) == NULL) return -ENOMEM;
+    if (URSA__FAIL() || (n = realloc(vp->timers, cap * sizeof *n)) == NULL) return -ENOMEM;
     vp->timers = n;
     vp->timers_cap = (uint32_t)cap;
   }
@@ -126,7 +126,7 @@ int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
     struct ursa__thread **n;
     while (cap < nthreads + 2) cap *= 2;
     if (cap > ((size_t)1 << 31)) return -ENOMEM;
-    if ((n = malloc(cap * sizeof *n)) == NULL) return -ENOMEM;
+    if (URSA__FAIL() || (n = malloc(cap * sizeof *n)) == NULL) return -ENOMEM;
     for (i = 0; q->head + i != q->tail; i++) {             /* re-file at the same positions */
       uint32_t pos = q->head + (uint32_t)i;
       n[pos & (cap - 1)] = q->buf[pos & q->mask];

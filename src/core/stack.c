@@ -83,8 +83,9 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
   struct ursa__thread *t;
   size = (size + page - 1) & ~(page - 1);
   if (size > SIZE_MAX - guard) { *err = -EAGAIN; return NULL; }
-  map = mmap(NULL, size + guard, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  map = URSA__FAIL() ? (errno = ENOMEM, MAP_FAILED)
+                     : mmap(NULL, size + guard, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (map == MAP_FAILED) {
     warn_vma_once("map a stack");
     *err = -EAGAIN;
@@ -220,7 +221,8 @@ int ursa__overflow_handler_install(void) {
   if (handler_installed) return 0;
   if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE)) {
     altstack_size = 65536;
-    altstack_mem = mmap(NULL, altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    altstack_mem = URSA__FAIL() ? (errno = ENOMEM, MAP_FAILED)
+                                : mmap(NULL, altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (altstack_mem == MAP_FAILED) { altstack_mem = NULL; return -ENOMEM; }
     ss.ss_sp = altstack_mem;
     ss.ss_size = altstack_size;

@@ -100,13 +100,15 @@ static int slot_grow(void) {
   if (S->slot == NULL) {
     /* Reserved inaccessible, and opened a step at a time: a core dump then holds only the
      * slots in use, not the whole 256 MiB. */
-    void *m = mmap(NULL, (size_t)URSA__SLOTS_MAX * sizeof *S->slot, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *m = URSA__FAIL() ? (errno = ENOMEM, MAP_FAILED)
+                           : mmap(NULL, (size_t)URSA__SLOTS_MAX * sizeof *S->slot, PROT_NONE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return -ENOMEM;
     S->slot = m;
   }
   if (S->nslots >= URSA__SLOTS_MAX) return -EAGAIN;
-  if (mprotect(&S->slot[S->nslots], URSA__SLOT_GROW * sizeof *S->slot, PROT_READ | PROT_WRITE) != 0)
+  if (URSA__FAIL() ||
+      mprotect(&S->slot[S->nslots], URSA__SLOT_GROW * sizeof *S->slot, PROT_READ | PROT_WRITE) != 0)
     return -ENOMEM;
   for (i = 0; i < URSA__SLOT_GROW; i++) {
     S->slot[S->nslots + i].gen = 1;
@@ -157,7 +159,7 @@ int ursa__threads_init(void) {
   int err;
   pthread_attr_t pa;
   memset(&ursa__g.slots, 0, sizeof ursa__g.slots);
-  m = calloc(1, sizeof *m);
+  m = URSA__FAIL() ? NULL : calloc(1, sizeof *m);
   if (m == NULL) return -ENOMEM;
   if ((err = slot_alloc(&idx)) != 0) { free(m); return err; }
   slot_at(idx)->t = m;

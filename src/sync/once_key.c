@@ -82,7 +82,8 @@ int ursa_setspecific(ursa_key_t key, const void *value) {
   URSA_VP_OR_RETURN(vp);
   if (i < 0) return -EINVAL;
   t = vp->cur;
-  if (t->keys == NULL && (t->keys = calloc(URSA_KEYS_MAX, sizeof *t->keys)) == NULL) return -ENOMEM;
+  if (t->keys == NULL && (URSA__FAIL() || (t->keys = calloc(URSA_KEYS_MAX, sizeof *t->keys)) == NULL))
+    return -ENOMEM;
   t->keys[i].value = (void *)(uintptr_t)value;
   t->keys[i].gen = keys[i].gen;
   return 0;
