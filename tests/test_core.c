@@ -353,8 +353,12 @@ TEST_IMPL(deadlock_reports) {
                  "thread 2 (): ursa_mutex_lock on mutex 0x");
   check_deadlock(deadlock_abba, "thread 1 (main): ursa_join on thread 2 ()",
                  "thread 3 (): ursa_mutex_lock on mutex 0x");
+  check_deadlock(deadlock_abba, "ursa: wait-for cycle: thread 2 () waits in ursa_mutex_lock on mutex 0x",
+                 " held by thread 2 ().\n");
   check_deadlock(deadlock_join_cycle, "all 4 user threads blocked",
                  "thread 2 (): ursa_join on thread 3 ()");
+  check_deadlock(deadlock_join_cycle, "ursa: wait-for cycle: thread 2 () waits in ursa_join on thread 3 ();",
+                 " thread 4 () waits in ursa_join on thread 2 ().\n");
   check_deadlock(deadlock_join_cycle, "thread 4 (): ursa_join on thread 2 ()",
                  "thread 1 (main): ursa_sem_wait on semaphore 0x");
   check_deadlock(deadlock_mvar, "all 1 user threads blocked",
@@ -366,6 +370,25 @@ TEST_IMPL(deadlock_reports) {
   check_deadlock(deadlock_normal_relock, "all 1 user threads blocked",
                  "thread 1 (main): ursa_mutex_lock on mutex 0x");
   return 0;
+}
+
+TEST_IMPL(deadlock_partial_found_by_dump) {
+  /* Two threads deadlock while main goes on: no report by itself, but ursa_dump names the cycle. */
+  ursa_thread_t t1, t2;
+  char buf[4096];
+  FILE *f = fmemopen(buf, sizeof buf, "w");
+  ASSERT(f != NULL);
+  ASSERT_OK(ursa_init(NULL));
+  ASSERT_OK(ursa_create(&t1, NULL, lock_ab, &ma));
+  ASSERT_OK(ursa_create(&t2, NULL, lock_ab, &mb));
+  ASSERT_OK(ursa_yield());
+  ASSERT_OK(ursa_yield());                  /* both hold one mutex and wait for the other */
+  ASSERT_OK(ursa_dump(f));
+  fclose(f);
+  ASSERT_STR_CONTAINS(buf, "thread 1 (main): running");
+  ASSERT_STR_CONTAINS(buf, "ursa: wait-for cycle: thread 2 () waits in ursa_mutex_lock on mutex 0x");
+  ASSERT_STR_CONTAINS(buf, "held by thread 3 (); thread 3 () waits in ursa_mutex_lock on mutex 0x");
+  exit(0);                                  /* the two stay deadlocked: leave */
 }
 
 static void *nap(void *arg) { (void)arg; ursa_sleep_ns(30000000); return NULL; }

@@ -121,6 +121,7 @@ struct ursa__thread {
   char                *stack_lo;     /* lowest usable byte (above the guard)                    */
   size_t               stack_size;   /* usable bytes (descriptor included)                      */
   uint64_t             id;
+  uint64_t             mark;         /* scratch for the reports' cycle search                   */
   char                 name[URSA_NAME_MAX];
   struct ursa__keyval *keys;         /* URSA_KEYS_MAX values, allocated at first setspecific    */
   struct ursa__rdheld  rdheld[URSA_RWLOCK_READ_MAX];
@@ -446,6 +447,9 @@ URSA_HIDDEN void ursa__overflow_handler_remove(void);
 
 URSA_HIDDEN void ursa__keys_run_destructors(struct ursa__thread *t);
 URSA_HIDDEN const char *ursa__wait_name(int kind);
+/* The thread holding a mutex / write-holding an rwlock (NULL if none): for the wait-for graph. */
+URSA_HIDDEN struct ursa__thread *ursa__mutex_owner(void *mutex);
+URSA_HIDDEN struct ursa__thread *ursa__rwlock_writer(void *rwlock);
 URSA_HIDDEN void ursa__deadlock_report(struct ursa__vp *vp) __attribute__((noreturn));
 
 /* Allocation-failure injection for the hard test build (-DURSA_TEST_HARD=ON): every allocation

@@ -323,6 +323,32 @@ const char *ursa__wait_name(int kind) {
   }
 }
 
+/* The wait-for graph: the thread that t waits for, when the object says who that is (a mutex's
+ * owner, an rwlock's writer, a joined thread); NULL otherwise (semaphores, cells and barriers have
+ * no owner).  Every thread has at most one such edge, so cycles are found in linear time. */
+static struct ursa__thread *waits_for(const struct ursa__thread *t) {
+  if (t->state != URSA__BLOCKED) return NULL;
+  switch (t->wait_kind) {
+  case URSA__W_MUTEX:  return ursa__mutex_owner(t->wait_obj);
+  case URSA__W_RDLOCK:
+  case URSA__W_WRLOCK: return ursa__rwlock_writer(t->wait_obj);
+  case URSA__W_JOIN:   return t->wait_obj;
+  default:             return NULL;
+  }
+}
+
+/* Prints what t waits on, e.g. "ursa_mutex_lock on mutex 0x... held by thread 3 (b)". */
+static void print_wait(FILE *f, const struct ursa__thread *t) {
+  const struct ursa__thread *h = waits_for(t);
+  if (t->wait_kind == URSA__W_JOIN) {
+    fprintf(f, "%s %llu (%s)", ursa__wait_name(t->wait_kind), (unsigned long long)h->id, h->name);
+    return;
+  }
+  if (t->wait_kind == URSA__W_SLEEP) fprintf(f, "%s", ursa__wait_name(t->wait_kind));
+  else fprintf(f, "%s %p", ursa__wait_name(t->wait_kind), t->wait_obj);
+  if (h) fprintf(f, " held by thread %llu (%s)", (unsigned long long)h->id, h->name);
+}
+
 /* Prints one thread as "thread <id> (<name>): <state or what it waits on>". */
 static void print_thread(FILE *f, const struct ursa__thread *t) {
   fprintf(f, "ursa:   thread %llu (%s): ", (unsigned long long)t->id, t->name);
@@ -332,14 +358,7 @@ static void print_thread(FILE *f, const struct ursa__thread *t) {
   case URSA__ZOMBIE:  fprintf(f, "finished, not yet joined\n"); return;
   default: break;
   }
-  if (t->wait_kind == URSA__W_JOIN) {
-    const struct ursa__thread *target = t->wait_obj;
-    fprintf(f, "%s %llu (%s)", ursa__wait_name(t->wait_kind), (unsigned long long)target->id, target->name);
-  } else if (t->wait_kind == URSA__W_SLEEP) {
-    fprintf(f, "%s", ursa__wait_name(t->wait_kind));
-  } else {
-    fprintf(f, "%s %p", ursa__wait_name(t->wait_kind), t->wait_obj);
-  }
+  print_wait(f, t);
   if (t->heap_idx) fprintf(f, ", until %.3f s from now", (double)(int64_t)(t->deadline - ursa__now()) / 1e9);
   fprintf(f, "\n");
 }
@@ -353,12 +372,47 @@ static void dump_one(struct ursa__thread *t, void *arg) {
   if (d->f) print_thread(d->f, t);
 }
 
+/* Cycle search: walk from each unvisited thread along waits_for, stamping the walk's number in
+ * mark; meeting the current walk's stamp again closes a cycle, which is then printed once. */
+struct cycles { FILE *f; uint64_t walk; int n; };
+
+static void clear_mark(struct ursa__thread *t, void *arg) { URSA_UNUSED(arg); t->mark = 0; }
+
+static void find_cycle(struct ursa__thread *t, void *arg) {
+  struct cycles *c = arg;
+  struct ursa__thread *u = t, *v;
+  c->walk++;
+  while (u && u->mark == 0) {
+    u->mark = c->walk;
+    u = waits_for(u);
+  }
+  if (u == NULL || u->mark != c->walk) return;  /* ended, or joined an earlier walk */
+  c->n++;
+  fprintf(c->f, "ursa: wait-for cycle:");
+  v = u;
+  do {
+    fprintf(c->f, " thread %llu (%s) waits in ", (unsigned long long)v->id, v->name);
+    print_wait(c->f, v);
+    v = waits_for(v);
+    fprintf(c->f, v == u ? ".\n" : ";");
+  } while (v != u);
+}
+
+/* Prints every cycle of the wait-for graph; returns how many. */
+static int print_cycles(FILE *f) {
+  struct cycles c = { f, 0, 0 };
+  ursa__thread_foreach(clear_mark, NULL);
+  ursa__thread_foreach(find_cycle, &c);
+  return c.n;
+}
+
 void ursa__deadlock_report(struct ursa__vp *vp) {
   struct dump count = { NULL, 1, 0 }, print = { stderr, 1, 0 };
   URSA_UNUSED(vp);
   ursa__thread_foreach(dump_one, &count);
   fprintf(stderr, "ursa: deadlock: all %d user threads blocked, no timer pending\n", count.n);
   ursa__thread_foreach(dump_one, &print);
+  print_cycles(stderr);
   fflush(stderr);
   exit(3);
 }
@@ -371,6 +425,7 @@ int ursa_dump(FILE *f) {
   fprintf(f, "ursa: %d threads on VP %u; %u ready, %u timers armed\n", count.n, vp->index,
           ursa__runq_len(vp), vp->ntimers);
   ursa__thread_foreach(dump_one, &print);
+  print_cycles(f);                                            /* a partial deadlock, on demand */
   fflush(f);
   return 0;
 }

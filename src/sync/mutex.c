@@ -124,6 +124,10 @@ int ursa_mutex_unlock(ursa_mutex_t *m) {
   return 0;
 }
 
+struct ursa__thread *ursa__mutex_owner(void *m) {
+  return ((struct ursa__mutex *)m)->owner;
+}
+
 /* ---- condition variables ---------------------------------------------------------------------- */
 
 static struct ursa__cond *cond_get(ursa_cond_t *c) {

@@ -72,6 +72,10 @@ static void grant(struct ursa__rwlock *x, bool prefer_readers) {
   }
 }
 
+struct ursa__thread *ursa__rwlock_writer(void *l) {
+  return ((struct ursa__rwlock *)l)->writer;
+}
+
 int ursa_rwlock_init(ursa_rwlock_t *l) {
   if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__rwlock *x = (struct ursa__rwlock *)l;
