@@ -343,8 +343,7 @@ static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, uint64_t
   next = ursa__runq_pop(vp);
   cur->state = URSA__BLOCKED;
   cur->wait_kind = (uint8_t)kind;
-  cur->wait_obj = obj;
-  cur->wake_result = 0;
+  cur->wait_obj = obj;                       /* (wake_result: every waker sets it) */
   vp->stats.blocks++;
   URSA__SWITCH_RETURN(vp, cur, next);
 }
@@ -367,7 +366,6 @@ static inline void ursa__wake(struct ursa__thread *t, int res) {
     ursa__wake_timed(t, res);                /* out of line: keeps callers frameless */
     return;
   }
-  ursa__prefetch_frame(t);
   t->wake_result = res;
   t->state = URSA__READY;                    /* wait_kind is read only while BLOCKED */
   ursa__runq_push(t->vp, t);

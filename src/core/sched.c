@@ -210,7 +210,6 @@ int ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline
   cur->state = URSA__BLOCKED;
   cur->wait_kind = (uint8_t)kind;
   cur->wait_obj = obj;
-  cur->wake_result = 0;
   vp->stats.blocks++;
   next = next_ready(vp);
   if (ursa_unlikely(next == NULL)) ursa__deadlock_report(vp);
