@@ -9,13 +9,15 @@
 #   valgrind  the plain build, each test run under Valgrind memcheck (stacks registered)
 #   hard      allocation-failure injection (-DURSA_TEST_HARD=ON): every allocation and mapping of
 #             a scenario fails in turn; errors must be -ENOMEM/-EAGAIN and nothing may leak
+#   clang     the plain build with clang
+#   clang-asan  ASan+UBSan with clang
 #   aarch64   cross-built for AArch64 and run under qemu-aarch64 (scripts/test-aarch64.sh; skipped
 #             with a message when the cross tools cannot be installed)
-# Default: all eight.  Exits non-zero if any build or test fails; the last line sums them up.
+# Default: all ten.  Exits non-zero if any build or test fails; the last line sums them up.
 set -u
 cd "$(dirname "$0")/.."
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(plain debug asan ucontext tsan valgrind hard aarch64)
+[ ${#configs[@]} -eq 0 ] && configs=(plain debug asan ucontext tsan valgrind hard clang clang-asan aarch64)
 
 total_pass=0; total_fail=0; bad=()
 for c in "${configs[@]}"; do
@@ -40,6 +42,8 @@ for c in "${configs[@]}"; do
     ucontext) flags=(-DURSA_CONTEXT=ucontext) ;;
     tsan)     flags=(-DURSA_SANITIZE=thread) ;;
     hard)     flags=(-DURSA_TEST_HARD=ON) ;;
+    clang)    flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++) ;;
+    clang-asan) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DURSA_SANITIZE=address) ;;
     valgrind) flags=(-DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;-q") ;;
     *) echo "unknown configuration $c" >&2; exit 2 ;;
   esac

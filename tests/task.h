@@ -13,6 +13,16 @@
 #include "ursa.h"
 
 /* Time bounds in tests are scaled in sanitizer builds, whose runtimes start and exit slowly. */
+#if defined(__has_feature) && !defined(__SANITIZE_ADDRESS__)       /* clang spells it this way */
+#  if __has_feature(address_sanitizer)
+#    define __SANITIZE_ADDRESS__ 1
+#  endif
+#endif
+#if defined(__has_feature) && !defined(__SANITIZE_THREAD__)
+#  if __has_feature(thread_sanitizer)
+#    define __SANITIZE_THREAD__ 1
+#  endif
+#endif
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define TEST_SANITIZED 1
 #define TEST_BUILD_TIME_FACTOR 10u

@@ -41,6 +41,9 @@ typedef void *ursa_lc_t;
 
 #define URSA_LC_INIT(s) ((s) = 0)
 
+/* The label and its unused address at the end give every protothread at least one
+ * address-of-label expression: Clang refuses an indirect goto in a function without any (a
+ * protothread that never waits).  The caller's `;` ends the last statement. */
 #define URSA_LC_RESUME(s)                                   \
   do {                                                      \
     if ((s) != 0) {                                         \
@@ -49,7 +52,9 @@ typedef void *ursa_lc_t;
       goto *(s);                                            \
       _Pragma("GCC diagnostic pop")                         \
     }                                                       \
-  } while (0)
+  } while (0);                                              \
+  ursa_lc_resume_:                                          \
+  (void)(__extension__ &&ursa_lc_resume_)
 
 /* GCC 12 and later take a label's address for a local's in -Wdangling-pointer (in -Wall) and
  * warn when it is stored through a pointer; a label's address outlives the call, so that warning
