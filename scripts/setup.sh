@@ -7,7 +7,7 @@ what=${1:-test}
 
 need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
-  test)  need+=(binutils valgrind clang libclang-rt-14-dev) ;;  # nm: the exported-symbols check
+  test)  need+=(binutils valgrind clang libclang-rt-14-dev gdb) ;;  # nm: the exported-symbols check
   bench) need+=(g++ libboost-context-dev) ;;
   *) echo "usage: $0 test|bench" >&2; exit 2 ;;
 esac
