@@ -1002,9 +1002,9 @@ TEST_IMPL(sync_rwlock_timed) {
   return 0;
 }
 
-static void *timed_writer_20ms(void *arg) {
-  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 20 * MS);
-  (void)arg;
+/* A writer that waits at most arg milliseconds for the lock; returns the timed lock's result. */
+static void *timed_writer(void *arg) {
+  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, (uint64_t)(uintptr_t)arg * MS);
   g_nwaiting++;
   return (void *)(intptr_t)ursa_rwlock_timedwrlock(&g_rw, CLOCK_MONOTONIC, &ts);
 }
@@ -1018,7 +1018,7 @@ TEST_IMPL(sync_rwlock_writer_timeout_admits_readers) {
   ASSERT_OK(ursa_init(NULL));
   ASSERT_OK(ursa_rwlock_init(&g_rw));
   ASSERT_OK(ursa_rwlock_rdlock(&g_rw));
-  ASSERT_OK(ursa_create(&w, NULL, timed_writer_20ms, NULL));
+  ASSERT_OK(ursa_create(&w, NULL, timed_writer, (void *)(uintptr_t)20));
   ASSERT_OK(ursa_create(&r, NULL, rw_holder, RD(0)));
   URSA_WAITFOR(g_nwaiting == 2);
   ASSERT_EQ(g_rd_in, 0);                     /* queued behind the writer */
@@ -1036,13 +1036,6 @@ TEST_IMPL(sync_rwlock_writer_timeout_admits_readers) {
   return 0;
 }
 
-static void *timed_writer_60ms(void *arg) {
-  struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 60 * MS);
-  (void)arg;
-  g_nwaiting++;
-  return (void *)(intptr_t)ursa_rwlock_timedwrlock(&g_rw, CLOCK_MONOTONIC, &ts);
-}
-
 /* Two waiting writers: while the second still waits after the first timed out, the queued reader
  * keeps waiting; once no writer waits, it gets in.  And with an untimed writer behind a timed-out
  * one, the lock goes to that writer first, then to the reader. */
@@ -1053,8 +1046,8 @@ TEST_IMPL(sync_rwlock_writer_timeouts_keep_order) {
   ASSERT_OK(ursa_init(NULL));
   ASSERT_OK(ursa_rwlock_init(&g_rw));
   ASSERT_OK(ursa_rwlock_rdlock(&g_rw));
-  ASSERT_OK(ursa_create(&w1, NULL, timed_writer_20ms, NULL));
-  ASSERT_OK(ursa_create(&w2, NULL, timed_writer_60ms, NULL));
+  ASSERT_OK(ursa_create(&w1, NULL, timed_writer, (void *)(uintptr_t)20));
+  ASSERT_OK(ursa_create(&w2, NULL, timed_writer, (void *)(uintptr_t)60));
   ASSERT_OK(ursa_create(&r, NULL, rw_holder, RD(0)));
   URSA_WAITFOR(g_nwaiting == 3);
   ASSERT_OK(ursa_join(w1, &res));            /* after ~20 ms */
@@ -1072,7 +1065,7 @@ TEST_IMPL(sync_rwlock_writer_timeouts_keep_order) {
   /* timed-out writer ahead of an untimed one */
   g_nwaiting = 0; g_go[1] = g_go[2] = 0; g_rw_nlog = 0;
   ASSERT_OK(ursa_rwlock_rdlock(&g_rw));
-  ASSERT_OK(ursa_create(&w1, NULL, timed_writer_20ms, NULL));
+  ASSERT_OK(ursa_create(&w1, NULL, timed_writer, (void *)(uintptr_t)20));
   ASSERT_OK(ursa_create(&w2, NULL, rw_holder, WR(1)));
   ASSERT_OK(ursa_create(&r, NULL, rw_holder, RD(2)));
   URSA_WAITFOR(g_nwaiting == 3);

@@ -140,9 +140,7 @@ int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
 
 void ursa__wake_timed(struct ursa__thread *t, int res) {
   ursa__timer_cancel(t->vp, t);
-  t->wake_result = res;
-  t->state = URSA__READY;
-  ursa__runq_push(t->vp, t);
+  ursa__wake(t, res);                                         /* now without a timer */
 }
 
 void ursa__timers_fire(struct ursa__vp *vp, uint64_t now) {
