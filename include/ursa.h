@@ -61,7 +61,22 @@ typedef struct ursa_config {
   int    stats;           /* URSA_STATS: 1 = print the counters to stderr at exit            */
   int    guard;           /* URSA_GUARD: 0 auto (MADV_GUARD_INSTALL, else mprotect),
                              1 = always mprotect.  Guard pages cannot be switched off.       */
+  unsigned vps;           /* URSA_VPS: virtual processors (kernel threads running ursa
+                             threads); default: the CPUs this process may use
+                             (sched_getaffinity).  1 gives the cooperative core: one thread
+                             at a time, no atomics on any path.                              */
+  int    pin;             /* URSA_PIN: 1 = pin VP i to the i-th allowed CPU                  */
+  int    sched;           /* URSA_SCHED: URSA_SCHED_ROTATOR (default), _LB2, _GLOBAL, _STEAL  */
+  unsigned pq_cap;        /* URSA_PQ_CAP: ready threads a VP keeps before it gives some away
+                             (Protect Queue capacity; default 16)                            */
+  unsigned wq_cap;        /* URSA_WQ_CAP: Waiver Queue / deque capacity per VP (default 1024) */
 } ursa_config_t;
+
+/* Run-queue policies with several VPs (docs/GUIDE.md compares them). */
+#define URSA_SCHED_ROTATOR 1   /* Lesser Bear LB3: per-VP Protect Queue + Waiver Queue ring    */
+#define URSA_SCHED_LB2     2   /* Lesser Bear LB2: Waiver Queues any VP dequeues under a lock  */
+#define URSA_SCHED_GLOBAL  3   /* one global queue under a lock                                */
+#define URSA_SCHED_STEAL   4   /* per-VP Chase-Lev deques with random work stealing            */
 
 /* Makes the calling kernel thread virtual processor 0 and the caller an ursa thread named "main".
  * cfg may be NULL.  -EBUSY if ursa is already initialized, -ENOMEM if memory runs out. */
@@ -96,6 +111,15 @@ URSA_API int ursa_attr_destroy(ursa_attr_t *attr);
  * smaller than URSA_STACK_MIN.  A size the system cannot map makes ursa_create fail with -EAGAIN. */
 URSA_API int ursa_attr_setstacksize(ursa_attr_t *attr, size_t size);
 URSA_API int ursa_attr_getstacksize(const ursa_attr_t *attr, size_t *size);
+/* Where the thread starts: a VP index (0 .. ursa_vp_count()-1), URSA_VP_ANY for the least
+ * loaded VP (SplitThreads' arbitrated creation), or URSA_VP_SELF (the default: the creator's VP).
+ * -EINVAL for other values; an index >= ursa_vp_count() makes ursa_create fail with -EINVAL.
+ * An unbound thread may later move to another VP (the scheduler balances); see setbound. */
+#define URSA_VP_ANY  (-1)
+#define URSA_VP_SELF (-2)
+URSA_API int ursa_attr_setvp(ursa_attr_t *attr, int vp);
+/* bound = 1: the thread runs only on the VP it starts on (never migrates). */
+URSA_API int ursa_attr_setbound(ursa_attr_t *attr, int bound);
 /* Copies at most URSA_NAME_MAX - 1 bytes of name; the name shows in deadlock and overflow reports. */
 URSA_API int ursa_attr_setname(ursa_attr_t *attr, const char *name);
 URSA_API int ursa_attr_setdetached(ursa_attr_t *attr, int detached);
@@ -138,6 +162,41 @@ URSA_API int ursa_yield_to(ursa_thread_t t);
 
 /* Blocks the caller for at least ns nanoseconds of CLOCK_MONOTONIC.  ursa_sleep_ns(0) yields. */
 URSA_API int ursa_sleep_ns(uint64_t ns);
+
+/* ---------------------------------------------------------------------------------------------
+ * Virtual processors and regions (PCM)
+ * ------------------------------------------------------------------------------------------- */
+
+/* The index of the VP the caller runs on now (it may change at any switch unless the caller is
+ * pinned); -EPERM outside ursa. */
+URSA_API int ursa_vp_self(void);
+
+/* A pinned section: until the matching ursa_vp_unpin the caller runs only on its current VP, so
+ * the kernel thread under it stays the same (for thread-local storage, kernel-thread identity).
+ * Nestable.  -EPERM outside ursa; ursa_vp_unpin without a pin: -EINVAL. */
+URSA_API int ursa_vp_pin(void);
+URSA_API int ursa_vp_unpin(void);
+
+/* The policy in use: "rotator", "lb2", "global" or "steal" ("rotator" with one VP). */
+URSA_API const char *ursa_sched_policy(void);
+
+/* A region (the papers' PCM): ursa guarantees that no two threads of one region ever run at the
+ * same time.  A region is bound to one VP at a time; its threads run only there, so code inside a
+ * region may use shared variables and URSA_WAITFOR without locks while regions run in parallel.
+ * Storage belongs to the caller and must stay valid while the region has threads. */
+typedef struct ursa_region { uint64_t _private[6]; } ursa_region_t;
+/* vp: a VP index or URSA_VP_ANY (the least loaded).  -EINVAL for a bad index. */
+URSA_API int ursa_region_init(ursa_region_t *r, int vp);
+/* -EBUSY while threads of the region have not finished. */
+URSA_API int ursa_region_destroy(ursa_region_t *r);
+/* Threads created with this attribute belong to r for their whole life. */
+URSA_API int ursa_attr_setregion(ursa_attr_t *attr, ursa_region_t *r);
+/* Moves the whole region to VP vp: it happens at the region's current VP's next switch, while none
+ * of the region's threads runs (a member that calls this keeps running until it yields or blocks).
+ * -EINVAL for a bad region or index. */
+URSA_API int ursa_region_move(ursa_region_t *r, int vp);
+/* The VP index the region is bound to now, or -EINVAL. */
+URSA_API int ursa_region_vp(ursa_region_t *r);
 
 /* Dynamic C's waitfor: re-evaluates cond after each yield until it holds. */
 #define URSA_WAITFOR(cond) \

@@ -13,3 +13,5 @@ TEST(thread_dump)
 #include "list-core.h"
 #include "list-sync.h"
 #include "list-pt.h"
+#include "list-queues.h"
+#include "list-smp.h"

@@ -31,14 +31,26 @@
 #if defined(__x86_64__) && !defined(URSA_CONTEXT_UCONTEXT)
 #  define URSA__CTX_WORDS 9
 #  define URSA__CTX_SP_WORD 1
+#  define URSA__CTX_ONCPU_BYTE 0x46         /* beside MXCSR (0x40) and FCW (0x44) */
 #else
-#  define URSA__CTX_WORDS 1
+#  define URSA__CTX_WORDS 2
 #  define URSA__CTX_SP_WORD 0
+#  define URSA__CTX_ONCPU_BYTE 8            /* w[1] */
 #endif
 
 typedef struct ursa__ctx {
   uint64_t w[URSA__CTX_WORDS];
 } ursa__ctx_t;
+
+/* The "on CPU" byte of a context: 1 while a kernel thread runs it or is still saving it, 0 once
+ * a switch has saved every register of it.  The switch clears it itself, as its last store to the
+ * suspended context (x86-64: a plain store, ordered after the saves by TSO; AArch64: a store-
+ * release; ucontext: the resumed side clears its predecessor's, after swapcontext returned).  A
+ * scheduler that takes a thread another kernel thread put on a queue must see 0 here (acquire)
+ * before it switches to it: see the SMP protocol in src/sched/vp.c. */
+static inline unsigned char *ursa__ctx_oncpu(ursa__ctx_t *c) {
+  return (unsigned char *)c + URSA__CTX_ONCPU_BYTE;
+}
 
 /* The stack pointer a suspended context resumes with (ucontext: its ucontext, also on that stack). */
 #define URSA__CTX_SP(c) ((void *)(uintptr_t)(c)->w[URSA__CTX_SP_WORD])
@@ -59,7 +71,7 @@ static inline void ursa__ctx_make(ursa__ctx_t *c, void *stack_top, void (*entry)
   c->w[2] = (uint64_t)(uintptr_t)entry;                  /* RBX: called by the trampoline */
   c->w[3] = 0;                                           /* RBP: the end of the frame chain */
   c->w[4] = c->w[5] = c->w[6] = c->w[7] = 0;             /* R12-R15 */
-  c->w[8] = (uint64_t)mxcsr | (uint64_t)fcw << 32;       /* MXCSR, x87 control word */
+  c->w[8] = (uint64_t)mxcsr | (uint64_t)fcw << 32;       /* MXCSR, x87 control word; on-CPU 0 */
 }
 #else
 __attribute__((visibility("hidden"))) void ursa__ctx_make(ursa__ctx_t *c, void *stack_top, void (*entry)(void *));

@@ -16,6 +16,20 @@
 
 static __thread void *ursa__uc_arg;                          /* the arg of the jump in flight */
 static __thread void (*ursa__uc_entry)(void *);
+static __thread ursa__ctx_t *ursa__uc_prev;                  /* the context the jump suspends */
+
+/* A resumed context may run on another kernel thread than the one it was suspended on, and a
+ * compiler may keep a thread-local variable's address across the swapcontext call; these
+ * accessors are never inlined or analysed, so each call finds the current kernel thread's slots. */
+__attribute__((noinline, noipa)) static void **uc_arg_slot(void) { return &ursa__uc_arg; }
+__attribute__((noinline, noipa)) static ursa__ctx_t **uc_prev_slot(void) { return &ursa__uc_prev; }
+
+/* Runs first on the resumed side: the suspended context is saved now, so its on-CPU byte drops
+ * (release: pairs with the acquire load of a scheduler on another VP, see context.h). */
+static void uc_release_prev(void) {
+  ursa__ctx_t *p = *uc_prev_slot();
+  if (p) __atomic_store_n(ursa__ctx_oncpu(p), 0, __ATOMIC_RELEASE);
+}
 
 struct ursa__uc_ctx {
   ucontext_t uc;
@@ -25,7 +39,8 @@ struct ursa__uc_ctx {
 static void ursa__uc_trampoline(void) {
   /* Runs on the new stack; the jump that got here left its arg and our entry in the slots. */
   void (*entry)(void *) = ursa__uc_entry;
-  entry(ursa__uc_arg);
+  uc_release_prev();
+  entry(*uc_arg_slot());
   abort();                                                    /* entry must not return */
 }
 
@@ -49,10 +64,12 @@ void *ursa__ctx_jump(ursa__ctx_t *from, ursa__ctx_t *to, void *arg) {
   struct ursa__uc_ctx *t = (struct ursa__uc_ctx *)(uintptr_t)to->w[0];
   self.entry = NULL;
   from->w[0] = (uint64_t)(uintptr_t)&self;
-  ursa__uc_arg = arg;
+  *uc_arg_slot() = arg;
+  *uc_prev_slot() = from;
   if (t->entry) ursa__uc_entry = t->entry;
   if (swapcontext(&self.uc, &t->uc) != 0) abort();
-  return ursa__uc_arg;
+  uc_release_prev();
+  return *uc_arg_slot();
 }
 
 int ursa__ctx_switch(ursa__ctx_t *from, ursa__ctx_t *to, intptr_t arg) {

@@ -59,6 +59,10 @@ ursa__ctx_switch:
 
         mov     x9, sp
         str     x9, [x0]                /* from->sp = SP */
+        add     x9, x0, #8
+        stlrb   wzr, [x9]               /* from's on-CPU byte = 0, release: every save above is
+                                           visible before it (pairs with the acquire load of a
+                                           scheduler on another VP that takes from off a queue) */
         ldr     x1, [x1]                /* to->sp */
         mov     sp, x1                  /* SP = to->sp: now on the other stack */
 

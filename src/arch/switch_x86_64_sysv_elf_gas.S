@@ -51,6 +51,9 @@ ursa__ctx_switch:
         movq    %r15, 0x38(%rdi)        /* save R15 */
         stmxcsr 0x40(%rdi)              /* save MXCSR */
         fnstcw  0x44(%rdi)              /* save x87 control word */
+        movb    $0, 0x46(%rdi)          /* on-CPU = 0: from is saved (TSO orders it after the
+                                           saves; pairs with the acquire load of a scheduler on
+                                           another VP that takes from off a queue) */
 
         movq    0x00(%rsi), %r8         /* to's RIP, loaded early for the jump */
         movq    0x08(%rsi), %rsp        /* RSP = to's: from here on we are on the other stack */

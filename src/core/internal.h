@@ -3,16 +3,22 @@
  * queues, and the small macro vocabulary.  Nothing here is exported (-fvisibility=hidden; internal
  * non-static functions are named ursa__<module>_<what>).
  *
- * Ownership (one VP today, see docs/ARCHITECTURE.md):
+ * Ownership (see docs/ARCHITECTURE.md):
  *   - A thread is in exactly one of these states, and the state says who owns its stack and link:
- *       URSA__RUNNING  it is vp->cur; it owns its stack; q links unused.
- *       URSA__READY    in its VP's run queue (at position rq_pos); the stack is not running.
+ *       URSA__RUNNING  it is vp->cur of one VP; it owns its stack; q links unused.
+ *       URSA__READY    in one run structure: its VP's Protect Queue (the ring, at rq_pos, or the
+ *                      ring's overflow list), a Waiver Queue, an inbox, the global queue or a
+ *                      deque (SMP policies, src/sched/); the stack is not running.
  *       URSA__BLOCKED  on one wait queue (t->waitq, q links) or on none (sleep, join); may also sit
- *                      in the VP's timer heap (t->heap_idx != 0).
+ *                      in a VP's timer heap (t->heap_idx != 0).
  *       URSA__ZOMBIE   finished; waits for ursa_join (joinable), or (detached) its handle is
  *                      already stale and its stack waits in vp->zombie for ursa__reap.
- *   - Every field of a VP and of the threads on it is touched only by that VP's kernel thread, so
- *     none needs an atomic.
+ *   - With one VP (vp->smp == 0) every field of the VP and of its threads is touched only by that
+ *     VP's kernel thread, so none needs an atomic and no lock is taken: the core's fast paths.
+ *   - With several VPs, a synchronization object's fields and its wait queue are guarded by the
+ *     object's spin lock; a VP's Protect Queue, pool and counters stay owner-only; what crosses
+ *     VPs (Waiver Queues, inboxes, timer heaps, the handle table's free list) says how it is
+ *     guarded where it is declared.  src/sched/vp.c describes the SMP protocol.
  */
 #ifndef URSA_INTERNAL_H
 #define URSA_INTERNAL_H
@@ -60,6 +66,22 @@
 #endif
 
 URSA_HIDDEN void ursa__panic(const char *where, const char *msg) __attribute__((noreturn, cold));
+
+/* ---- spin locks (several VPs only) ------------------------------------------------------------- */
+/* A word lock for the short critical sections of synchronization objects, timer heaps, inboxes and
+ * the handle table's shared free list: test-and-test-and-set, spinning with a pause and then
+ * sched_yield (a holder may have been preempted by the kernel).  Nothing blocks or switches while
+ * holding one.  Lock order: object lock, then a thread's lock (join), then a timer-heap lock, then
+ * an inbox lock; the global queue's and the handle table's locks are leaves. */
+typedef uint32_t ursa__spin_t;
+URSA_HIDDEN void ursa__spin_lock_slow(ursa__spin_t *l);
+static inline void ursa__spin_lock(ursa__spin_t *l) {
+  /* acquire: pairs with the release store of ursa__spin_unlock */
+  if (ursa_unlikely(__atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE) != 0)) ursa__spin_lock_slow(l);
+}
+static inline void ursa__spin_unlock(ursa__spin_t *l) {
+  __atomic_store_n(l, 0u, __ATOMIC_RELEASE);       /* pairs with the acquire exchange above */
+}
 
 /* ---- threads ---------------------------------------------------------------------------------- */
 enum ursa__state { URSA__RUNNING = 1, URSA__READY, URSA__BLOCKED, URSA__ZOMBIE };
@@ -118,6 +140,16 @@ struct ursa__thread {
   void                *arg;
   void                *result;
   struct ursa__thread *joiner;       /* the thread blocked in ursa_join(t), if any              */
+  /* SMP (src/sched/): where t may run, and the hand-over between a waker and a timer */
+  struct ursa__vp     *home;         /* pinned: the only VP t runs on (region's, attr's, main's) */
+  struct ursa__region *region;       /* the region t belongs to, or NULL                         */
+  ursa__spin_t        *wait_lock;    /* the lock of the object t waits on (timers take it)       */
+  struct ursa__vp     *timer_vp;     /* the VP whose heap holds t's timer (heap_idx != 0)        */
+  ursa__spin_t         lock;         /* guards state ZOMBIE, joiner and detached across VPs      */
+  uint8_t              claim;        /* atomic: 1 once a waker or the timer owns t's timed wait  */
+  uint8_t              pinned;       /* t runs on home only                                      */
+  uint8_t              in_extra;     /* READY in its VP's overflow list, not in the ring         */
+  uint32_t             pin_depth;    /* ursa_vp_pin nesting                                      */
   char                *stack_lo;     /* lowest usable byte (above the guard)                    */
   size_t               stack_size;   /* usable bytes (descriptor included)                      */
   uint64_t             id;
@@ -136,6 +168,15 @@ struct ursa__thread {
 #endif
 };
 
+/* A thread's state is written by the VP that runs or queues it and read from other VPs by join,
+ * detach and the reports: relaxed atomic accesses (plain moves), so such reads are not races. */
+static inline void ursa__set_state(struct ursa__thread *t, uint8_t s) {
+  __atomic_store_n(&t->state, s, __ATOMIC_RELAXED);
+}
+static inline uint8_t ursa__get_state(const struct ursa__thread *t) {
+  return __atomic_load_n(&t->state, __ATOMIC_RELAXED);
+}
+
 /* ---- the virtual processor -------------------------------------------------------------------- */
 
 /* The run queue: a ring of thread pointers owned by its VP (no lock, no atomics), like Lesser
@@ -151,19 +192,22 @@ struct ursa__runq {
 };
 struct ursa__vp {
   struct ursa__thread *cur;          /* the running thread                                      */
-  struct ursa__runq    runq;         /* READY threads, FIFO                                     */
+  struct ursa__runq    runq;         /* READY threads, FIFO: the Protect Queue (owner only)     */
+  uint8_t              smp;          /* several VPs: objects lock, switches go through src/sched */
   int                 *errno_p;      /* &errno of this VP's kernel thread                       */
   struct ursa__thread *zombie;       /* a detached thread that exited; released after the switch */
   struct ursa__thread **timers;      /* 1-based binary min-heap on deadline; [0] unused          */
   uint32_t             ntimers;
   uint32_t             timers_cap;   /* >= live threads + 1, so arming a timer never allocates   */
-  uint64_t             nthreads;     /* live threads on this VP (not ZOMBIE)                    */
+  int64_t              nthreads;     /* live threads counted here (one VP: the live threads)    */
   unsigned             index;
   ursa_stats_t         stats;
   /* stack pool (SplitThreads' queue of uninitialized threads): LIFO of free default-size stacks */
   void                *pool;
   size_t               pool_len;
   struct ursa__thread *main_thread;  /* the thread that called ursa_init (VP 0 only)           */
+  struct ursa__smp    *x;            /* SMP state (src/sched/sched_smp.h), NULL with one VP      */
+  ursa__spin_t         tlock;        /* guards the timer heap when smp (wakers cancel timers)   */
 };
 
 /* The VP of the calling kernel thread, NULL outside ursa.  Initial-exec TLS: one %fs load. */
@@ -197,9 +241,20 @@ struct ursa__global {
   int      stats;
   int      guard_mode;               /* 0 auto, 1 mprotect                                      */
   int      initialized;
-  uint64_t next_id;
+  uint64_t next_id;                  /* one VP: the next id; SMP: next block of ids (atomic) */
   struct ursa__slots slots;
+  ursa__spin_t slot_lock;            /* guards slots.free_head and growth when smp           */
   struct ursa__vp vp0;
+  /* SMP (src/sched/) */
+  unsigned nvps;                     /* VPs, fixed by ursa_init                               */
+  int      policy;                   /* enum ursa__policy                                     */
+  unsigned pq_cap;                   /* Protect Queue capacity (rotator, lb2, steal)          */
+  unsigned wq_cap;                   /* Waiver Queue capacity                                 */
+  int      pin;                      /* URSA_PIN: pin VP i to the i-th allowed CPU            */
+  struct ursa__vp **vps;             /* vps[i], vps[0] == &vp0                                */
+  int64_t  live;                     /* atomic: live threads (SMP)                            */
+  int      sleepers;                 /* atomic: VPs asleep with no timer (vp.c)               */
+  uint32_t timers_cap_all;           /* every VP's heap holds at least this many (SMP)        */
 };
 URSA_HIDDEN extern struct ursa__global ursa__g;
 
@@ -223,6 +278,20 @@ static inline struct ursa__thread *ursa__q_pop(struct ursa__waitq *q) {
     if (q->head) q->head->qprev = NULL; else q->tail = NULL;
   }
   return t;
+}
+
+/* Takes the first waiter of q that the caller may wake, NULL when none; the caller holds the
+ * object's lock.  With several VPs a timed waiter may have been claimed by its timer (which then
+ * removes it from q itself and wakes it with -ETIMEDOUT): such a waiter is passed over, so a post,
+ * unlock or put goes to a thread that will see it.  Claim protocol: src/sched/vp.c. */
+URSA_HIDDEN bool ursa__claim_for_waker(struct ursa__thread *t);
+static inline struct ursa__thread *ursa__q_take(const struct ursa__vp *vp, struct ursa__waitq *q) {
+  struct ursa__thread *t;
+  if (ursa_likely(!vp->smp)) return ursa__q_pop(q);   /* one VP: timers fire on this VP, in order */
+  while ((t = ursa__q_pop(q)) != NULL) {
+    if (ursa_likely(t->timer_vp == NULL) || ursa__claim_for_waker(t)) return t;
+  }
+  return NULL;
 }
 
 static inline void ursa__q_remove(struct ursa__waitq *q, struct ursa__thread *t) {
@@ -293,7 +362,14 @@ static inline void ursa__runq_replace(struct ursa__vp *vp, struct ursa__thread *
 static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
   from->saved_errno = *vp->errno_p;                           /* errno is per ursa thread */
   *vp->errno_p = to->saved_errno;
-  to->state = URSA__RUNNING;
+#if URSA_TSAN
+  __tsan_release(from);                      /* the switch's on-CPU clearing store, for TSan:
+                                                pairs with __tsan_acquire in ursa__oncpu_wait */
+#endif
+  ursa__set_state(to, URSA__RUNNING);
+  /* on-CPU = 1 until the switch that suspends `to` again has saved it (arch/context.h); relaxed:
+   * only this VP reads it before that clearing store */
+  __atomic_store_n(ursa__ctx_oncpu(&to->ctx), 1, __ATOMIC_RELAXED);
   vp->cur = to;
   vp->stats.switches++;
 #if URSA_ASAN
@@ -327,23 +403,27 @@ static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread
      } while (0)
 #endif
 
-URSA_HIDDEN int  ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline);
+URSA_HIDDEN int  ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline);
 URSA_HIDDEN void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t);
+URSA_HIDDEN void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadline);
+/* Several VPs: finishing the running thread (src/sched/vp.c). */
+URSA_HIDDEN void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *result) __attribute__((noreturn));
 URSA_HIDDEN void ursa__wake_timed(struct ursa__thread *t, int res);
 
 /* Blocks the running thread until ursa__wake; it must already be on the wait queue of obj (or on
- * none).  deadline is CLOCK_MONOTONIC ns, 0 for none.  Returns the wake result: 0, or -ETIMEDOUT
- * when the deadline passed (the thread has then been removed from its wait queue).  The common
- * case (no deadline, no timers, a thread ready) is inline and ends in the switch's tail call.
- * Executed only by the running thread of vp. */
-static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline) {
+ * none).  lock is obj's lock (NULL for none): held by the caller when vp->smp, released here once
+ * the thread is marked BLOCKED.  deadline is CLOCK_MONOTONIC ns, 0 for none.  Returns the wake
+ * result: 0, or -ETIMEDOUT when the deadline passed (the thread has then been removed from its
+ * wait queue).  The common one-VP case (no deadline, no timers, a thread ready) is inline and ends
+ * in the switch's tail call.  Executed only by the running thread of vp. */
+static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline) {
   struct ursa__thread *cur = vp->cur, *next;
-  if (ursa_unlikely(deadline != 0 || vp->ntimers != 0 || ursa__runq_empty(vp)))
-    return ursa__block_slow(vp, kind, obj, deadline);
+  if (ursa_unlikely(deadline != 0 || vp->smp || vp->ntimers != 0 || ursa__runq_empty(vp)))
+    return ursa__block_slow(vp, kind, obj, lock, deadline);
   next = ursa__runq_pop(vp);
-  cur->state = URSA__BLOCKED;
-  cur->wait_kind = (uint8_t)kind;
-  cur->wait_obj = obj;                       /* (wake_result: every waker sets it) */
+  ursa__set_state(cur, URSA__BLOCKED);
+  __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);
+  __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);                       /* (wake_result: every waker sets it) */
   vp->stats.blocks++;
   URSA__SWITCH_RETURN(vp, cur, next);
 }
@@ -358,21 +438,39 @@ static inline void ursa__prefetch_frame(const struct ursa__thread *t) {
 #endif
 }
 
-/* Makes the BLOCKED thread t READY (tail of its VP's run queue) with wake result res; removes its
- * timer.  t must already be off every wait queue.  Never switches.  Executed only by t's VP. */
+/* Makes the BLOCKED thread t READY with wake result res and removes its timer.  t must already be
+ * off every wait queue (taken by ursa__q_take).  Never switches.  One VP: t goes to the tail of
+ * the run queue.  Several VPs: t runs on the waker's VP unless it is pinned (see vp.c). */
+URSA_HIDDEN void ursa__wake_smp(struct ursa__thread *t, int res);
 static inline void ursa__wake(struct ursa__thread *t, int res) {
   URSA_ASSERT(t->state == URSA__BLOCKED);
+  if (ursa_unlikely(t->vp->smp)) {           /* several VPs: src/sched decides where t runs */
+    ursa__wake_smp(t, res);
+    return;
+  }
   if (ursa_unlikely(t->heap_idx != 0)) {
     ursa__wake_timed(t, res);                /* out of line: keeps callers frameless */
     return;
   }
   t->wake_result = res;
-  t->state = URSA__READY;                    /* wait_kind is read only while BLOCKED */
+  ursa__set_state(t, URSA__READY);                    /* wait_kind is read only while BLOCKED */
   ursa__runq_push(t->vp, t);
 }
 
+/* Waits until t's on-CPU byte is 0 (its last switch saved it): spins, yielding to the kernel
+ * after a while.  Then t's stack and descriptor are free for the caller.  Several VPs only. */
+static inline bool ursa__oncpu(struct ursa__thread *t) {
+  bool busy = __atomic_load_n(ursa__ctx_oncpu(&t->ctx), __ATOMIC_ACQUIRE) != 0;  /* pairs with the
+                                                        switch's clearing store (context.h) */
+#if URSA_TSAN
+  if (!busy) __tsan_acquire(t);
+#endif
+  return busy;
+}
+URSA_HIDDEN void ursa__oncpu_wait(struct ursa__thread *t);
+
 /* Wakes every thread of q in order. */
-URSA_HIDDEN void ursa__wake_all(struct ursa__waitq *q, int res);
+URSA_HIDDEN void ursa__wake_all(const struct ursa__vp *vp, struct ursa__waitq *q, int res);
 
 /* The entry of every new thread's context (runs fn, then finishes the thread). */
 URSA_HIDDEN void ursa__thread_entry(void *from) __attribute__((noreturn));
@@ -407,6 +505,19 @@ URSA_HIDDEN void ursa__thread_release_stack(struct ursa__vp *vp, struct ursa__th
 URSA_HIDDEN void ursa__reap(struct ursa__vp *vp);
 /* Grows the timer heap and the run queue for nthreads live threads.  -ENOMEM. */
 URSA_HIDDEN int  ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads);
+URSA_HIDDEN int  ursa__timers_reserve(struct ursa__vp *vp, uint64_t nthreads);
+/* An alternate signal stack for the calling kernel thread (the overflow report runs on it). */
+URSA_HIDDEN void ursa__altstack_setup(void **mem);
+URSA_HIDDEN void ursa__altstack_teardown(void *mem);
+/* Copies every VP's counters for ursa_stats after ursa_fini (runtime.c); VPs stopped. */
+URSA_HIDDEN void ursa__stats_keep(void);
+/* Regions (src/sched/region.c) */
+struct ursa__region;
+URSA_HIDDEN struct ursa__vp *ursa__region_vp(const struct ursa__region *r);
+URSA_HIDDEN void ursa__regions_apply(struct ursa__vp *vp, const struct ursa__region *stays);
+URSA_HIDDEN struct ursa__region *ursa__region_of(ursa_region_t *r);
+URSA_HIDDEN void ursa__region_join(struct ursa__region *r);
+URSA_HIDDEN void ursa__region_leave(struct ursa__region *r);
 /* Calls fn for every live thread (for reports).  Slow path. */
 URSA_HIDDEN void ursa__thread_foreach(void (*fn)(struct ursa__thread *, void *), void *arg);
 URSA_HIDDEN int  ursa__threads_init(void);
@@ -478,9 +589,22 @@ URSA_HIDDEN bool ursa__fail_now(void);
  * initializer (zeroable), the object is initialized lazily here.  -EINVAL otherwise (never
  * initialized, or destroyed). */
 static inline int ursa__obj_check(uint32_t *m, uint32_t magic, bool zeroable) {
-  if (ursa_likely(*m == magic)) return 0;
-  if (zeroable && *m == 0) { *m = magic; return 0; }
+  uint32_t v = __atomic_load_n(m, __ATOMIC_RELAXED);
+  if (ursa_likely(v == magic)) return 0;
+  if (zeroable && v == 0) {                  /* two VPs may race here: both store the same value */
+    __atomic_compare_exchange_n(m, &v, magic, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 0;
+  }
   return -EINVAL;
+}
+
+/* An object's lock: taken only when the runtime has several VPs (vp->smp, fixed by ursa_init), so
+ * with one VP the core's paths stay free of atomics. */
+static inline void ursa__olock(const struct ursa__vp *vp, ursa__spin_t *l) {
+  if (ursa_unlikely(vp->smp)) ursa__spin_lock(l);
+}
+static inline void ursa__ounlock(const struct ursa__vp *vp, ursa__spin_t *l) {
+  if (ursa_unlikely(vp->smp)) ursa__spin_unlock(l);
 }
 _Static_assert(offsetof(struct ursa__thread, heap_idx) + sizeof(uint32_t) - sizeof(ursa__ctx_t) <= 56,
                "the hot fields of struct ursa__thread must fit one cache line with the context's end");

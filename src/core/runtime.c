@@ -3,11 +3,16 @@
  * counters, error strings and the panic path.
  *
  * ursa_init turns the calling kernel thread into VP 0 and its caller into the ursa thread "main":
- * main keeps running on its own stack, and from then on it is scheduled like any other thread.
+ * main keeps running on its own stack, and from then on it is scheduled like any other thread
+ * (with several VPs, main stays on VP 0).  It starts VPs 1..N-1 (src/sched/vp.c).
  * ursa_init and ursa_fini are called by that kernel thread only.
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "../sched/sched_smp.h"
+#include "../sched/policy.h"
+
+#include <sched.h>
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,6 +24,10 @@
 struct ursa__global ursa__g;
 
 static int atexit_registered;
+
+/* Counters of every VP, kept for ursa_stats after ursa_fini (URSA_STATS prints them at exit). */
+static ursa_stats_t kept[64];
+static unsigned kept_n;
 
 void ursa__panic(const char *where, const char *msg) {
   fprintf(stderr, "ursa: internal error in %s: %s\n", where, msg);
@@ -54,6 +63,34 @@ static int env_flag(const char *name) {
   return v && *v && strcmp(v, "0") != 0;
 }
 
+static unsigned env_uint(const char *name) {
+  const char *v = getenv(name);
+  char *end;
+  unsigned long n;
+  if (v == NULL || *v == '\0') return 0;
+  n = strtoul(v, &end, 10);
+  if (*end == '\0' && n > 0 && n <= 4096) return (unsigned)n;
+  fprintf(stderr, "ursa: ignoring %s=%s: not a number from 1 to 4096\n", name, v);
+  return 0;
+}
+
+static int env_sched(void) {
+  const char *v = getenv("URSA_SCHED");
+  if (v == NULL || *v == '\0') return 0;
+  if (strcmp(v, "rotator") == 0) return URSA_SCHED_ROTATOR;
+  if (strcmp(v, "lb2") == 0) return URSA_SCHED_LB2;
+  if (strcmp(v, "global") == 0) return URSA_SCHED_GLOBAL;
+  if (strcmp(v, "steal") == 0) return URSA_SCHED_STEAL;
+  fprintf(stderr, "ursa: ignoring URSA_SCHED=%s: not rotator, lb2, global or steal\n", v);
+  return 0;
+}
+
+static unsigned cpus_allowed(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return (unsigned)CPU_COUNT(&set);
+  return 1;
+}
+
 static void print_stats_at_exit(void) {
   if (ursa__g.stats) ursa_stats_print(stderr);
 }
@@ -82,6 +119,17 @@ int ursa_init(const ursa_config_t *cfg) {
   if (c.stack_prealloc == 0) c.stack_prealloc = env_size("URSA_STACK_PREALLOC");
   if (c.stats == 0) c.stats = env_flag("URSA_STATS");
   if (c.guard == 0 && getenv("URSA_GUARD")) c.guard = strcmp(getenv("URSA_GUARD"), "mprotect") == 0;
+  if (c.vps == 0) c.vps = env_uint("URSA_VPS");
+  if (c.pin == 0) c.pin = env_flag("URSA_PIN");
+  if (c.sched == 0) c.sched = env_sched();
+  if (c.pq_cap == 0) c.pq_cap = env_uint("URSA_PQ_CAP");
+  if (c.wq_cap == 0) c.wq_cap = env_uint("URSA_WQ_CAP");
+  if (c.vps == 0) c.vps = cpus_allowed();
+  if (c.sched == 0) c.sched = URSA_SCHED_ROTATOR;
+  if (c.pq_cap == 0) c.pq_cap = 16;
+  if (c.wq_cap == 0) c.wq_cap = 1024;
+  if (c.vps > 4096 || c.sched < URSA_SCHED_ROTATOR || c.sched > URSA_SCHED_STEAL || c.wq_cap > (1u << 24))
+    return -EINVAL;
   if (c.stack_size == 0) c.stack_size = 65536;
   if (c.stack_cache == 0) c.stack_cache = 1024;
   if (c.stack_prealloc == 0) c.stack_prealloc = 8;
@@ -99,6 +147,12 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__g.stats = c.stats;
   ursa__g.guard_mode = c.guard == 1;
   ursa__g.next_id = 1;
+  ursa__g.nvps = c.vps;
+  kept_n = 0;
+  ursa__g.policy = c.sched - URSA_SCHED_ROTATOR;       /* enum ursa__policy */
+  ursa__g.pq_cap = c.pq_cap;
+  ursa__g.wq_cap = c.wq_cap;
+  ursa__g.pin = c.pin;
 
   memset(vp, 0, sizeof *vp);
   vp->errno_p = &errno;
@@ -108,6 +162,13 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__tls_vp = vp;
   ursa__g.initialized = 1;
   (void)ursa__stack_prealloc(vp, c.stack_prealloc);   /* best effort: create maps on demand */
+  if (ursa__g.nvps > 1 && (err = ursa__smp_init()) != 0) {
+    ursa__tls_vp = NULL;
+    ursa__g.initialized = 0;
+    ursa__overflow_handler_remove();
+    ursa__stack_pool_drain(vp);
+    goto fail;
+  }
   if (ursa__g.stats && !atexit_registered) {
     atexit(print_stats_at_exit);
     atexit_registered = 1;
@@ -119,6 +180,12 @@ fail:                                                 /* each undo is a no-op if
   free(vp->runq.buf);
   memset(vp, 0, sizeof *vp);
   return err;
+}
+
+void ursa__stats_keep(void) {
+  unsigned i;
+  kept_n = ursa__g.nvps < 64 ? ursa__g.nvps : 64;
+  for (i = 0; i < kept_n; i++) kept[i] = ursa__g.vps[i]->stats;
 }
 
 static void count_live(struct ursa__thread *t, void *arg) {
@@ -133,7 +200,9 @@ int ursa_fini(void) {
   if (vp->cur != vp->main_thread) return -EPERM;
   ursa__thread_foreach(count_live, &live);
   if (live > 1) return -EBUSY;                        /* threads alive or not yet joined */
+  if (vp != &ursa__g.vp0) return -EPERM;
   ursa__reap(vp);
+  if (vp->smp) ursa__smp_fini();                      /* keeps the counters (stats_keep) */
   ursa__overflow_handler_remove();
   ursa__stack_pool_drain(vp);
   ursa__threads_fini();
@@ -151,17 +220,52 @@ int ursa_fini(void) {
 
 /* ---- counters --------------------------------------------------------------------------------- */
 
-unsigned ursa_vp_count(void) { return ursa__g.initialized ? 1u : 0u; }
+unsigned ursa_vp_count(void) { return ursa__g.initialized ? ursa__g.nvps : 0u; }
 
-int ursa_stats_vp(unsigned vp, ursa_stats_t *out) {
-  if (out == NULL || vp >= 1) return -EINVAL;
+const char *ursa_sched_policy(void) {
+  return ursa__g.nvps > 1 ? ursa__pol_name(ursa__g.policy) : "rotator";
+}
+
+/* The counters of VP i: live ones while initialized (read racily from other VPs: a snapshot),
+ * else those kept at ursa_fini. */
+static int stats_of(unsigned i, ursa_stats_t *out) {
+  if (ursa__g.initialized) {
+    if (i >= ursa__g.nvps) return -EINVAL;
+    *out = ursa__g.nvps > 1 ? ursa__g.vps[i]->stats : ursa__g.vp0.stats;
+    return 0;
+  }
+  if (kept_n > 1) {
+    if (i >= kept_n) return -EINVAL;
+    *out = kept[i];
+    return 0;
+  }
+  if (i != 0) return -EINVAL;
   *out = ursa__g.vp0.stats;
   return 0;
 }
 
-int ursa_stats(ursa_stats_t *out) {
+int ursa_stats_vp(unsigned vp, ursa_stats_t *out) {
   if (out == NULL) return -EINVAL;
-  return ursa_stats_vp(0, out);                        /* one VP: its counters are the totals */
+  return stats_of(vp, out);
+}
+
+static unsigned stats_vps(void) {
+  if (ursa__g.initialized) return ursa__g.nvps;
+  return kept_n > 1 ? kept_n : 1;
+}
+
+int ursa_stats(ursa_stats_t *out) {
+  unsigned i, n = stats_vps();
+  if (out == NULL) return -EINVAL;
+  memset(out, 0, sizeof *out);
+  for (i = 0; i < n; i++) {
+    ursa_stats_t s;
+    uint64_t *d = (uint64_t *)out, *v = (uint64_t *)&s;
+    size_t k;
+    if (stats_of(i, &s) != 0) break;
+    for (k = 0; k < sizeof s / sizeof(uint64_t); k++) d[k] += v[k];
+  }
+  return 0;
 }
 
 static void print_row(FILE *f, const char *who, const ursa_stats_t *s) {
@@ -177,8 +281,15 @@ int ursa_stats_print(FILE *f) {
   if (f == NULL) return -EINVAL;
   fprintf(f, "ursa: %-6s %12s %12s %12s %12s %12s %10s %10s %8s\n", "VP", "switches", "yields",
           "P ops", "blocking P", "blocks", "created", "timers", "idle");
-  ursa_stats_vp(0, &s);
-  print_row(f, "0", &s);
+  {
+    unsigned i, n = stats_vps();
+    for (i = 0; i < n; i++) {
+      char who[16];
+      if (ursa_stats_vp(i, &s) != 0) break;
+      snprintf(who, sizeof who, "%u", i);
+      print_row(f, who, &s);
+    }
+  }
   ursa_stats(&s);
   print_row(f, "total", &s);
   return 0;

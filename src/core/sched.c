@@ -21,14 +21,23 @@
  *   finish on this VP to release (ursa__reap): nothing runs after a jump, so switches stay tail
  *   calls.
  *
+ * Several VPs (vp->smp): the paths here hand over to src/sched/ (vp.c describes that protocol):
+ *   the object's lock is released by ursa__block_slow once the thread is marked BLOCKED, the next
+ *   thread is chosen by the policy, and a VP with nothing to run switches to its idle context
+ *   instead of sleeping on the blocked thread's stack (another VP may resume that thread).  Timer
+ *   heaps are then guarded by vp->tlock, because a waker on another VP cancels the timer.
+ *
  * Invariants
- *   - vp->cur is RUNNING; a READY thread has exactly one valid entry in vp->runq (its rq_pos).
+ *   - vp->cur is RUNNING; with one VP a READY thread has exactly one valid entry in vp->runq.
  *   - A thread has a timer armed (heap_idx != 0) only while BLOCKED.
  *   - vp->timers_cap > number of live threads, so arming a timer never allocates.
- * Everything here is executed only by the VP's own kernel thread.
+ * Everything here is executed only by the VP's own kernel thread, on behalf of its running thread.
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "../sched/sched_smp.h"
+
+#include <sched.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +47,25 @@
 
 
 __thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-exec")));
+
+/* ---- spin locks ------------------------------------------------------------------------------ */
+
+void ursa__spin_lock_slow(ursa__spin_t *l) {
+  unsigned spins = 0;
+  do {
+    while (__atomic_load_n(l, __ATOMIC_RELAXED) != 0) {   /* read-only wait: no line ping-pong */
+      if (++spins < 128) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ volatile("yield");
+#endif
+      } else {
+        sched_yield();                                 /* the holder may be preempted */
+      }
+    }
+  } while (__atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE) != 0);   /* pairs with ursa__spin_unlock */
+}
 
 /* ---- time ------------------------------------------------------------------------------------- */
 
@@ -92,16 +120,18 @@ static void heap_down(struct ursa__vp *vp, uint32_t i) {
   heap_set(vp, i, t);
 }
 
-static void timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadline) {
+void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadline) {
   URSA_ASSERT(t->heap_idx == 0 && vp->ntimers + 1 < vp->timers_cap);
   t->deadline = deadline;
-  vp->timers[++vp->ntimers] = t;
+  vp->timers[vp->ntimers + 1] = t;
+  __atomic_store_n(&vp->ntimers, vp->ntimers + 1, __ATOMIC_RELAXED);   /* read unlocked by its owner */
   heap_up(vp, vp->ntimers);
 }
 
 void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t) {
   uint32_t i = t->heap_idx;
-  struct ursa__thread *last = vp->timers[vp->ntimers--];
+  struct ursa__thread *last = vp->timers[vp->ntimers];
+  __atomic_store_n(&vp->ntimers, vp->ntimers - 1, __ATOMIC_RELAXED);   /* read unlocked by its owner */
   t->heap_idx = 0;
   if (last != t) {
     heap_set(vp, i, last);
@@ -110,7 +140,7 @@ void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t) {
   }
 }
 
-int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
+int ursa__timers_reserve(struct ursa__vp *vp, uint64_t nthreads) {
   if (nthreads + 2 > vp->timers_cap) {
     size_t cap = vp->timers_cap ? (size_t)vp->timers_cap * 2 : 64;
     struct ursa__thread **n;
@@ -120,6 +150,13 @@ int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
     vp->timers = n;
     vp->timers_cap = (uint32_t)cap;
   }
+  return 0;
+}
+
+int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
+  int err = ursa__timers_reserve(vp, nthreads);
+  if (err) return err;
+  if (vp->smp && vp->runq.buf) return 0;       /* SMP: a full ring overflows into a list (vp.c) */
   if (nthreads + 2 > (uint64_t)vp->runq.mask + 1 || vp->runq.buf == NULL) {
     struct ursa__runq *q = &vp->runq;
     size_t cap = q->buf ? ((size_t)q->mask + 1) * 2 : 128, i;
@@ -138,12 +175,17 @@ int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
   return 0;
 }
 
+void ursa__wake_smp(struct ursa__thread *t, int res) {
+  ursa__smp_wake(ursa__tls_vp, t, res);
+}
+
 void ursa__wake_timed(struct ursa__thread *t, int res) {
   ursa__timer_cancel(t->vp, t);
   ursa__wake(t, res);                                         /* now without a timer */
 }
 
 void ursa__timers_fire(struct ursa__vp *vp, uint64_t now) {
+  if (vp->smp) { ursa__smp_timers_fire(vp, now); return; }
   while (vp->ntimers && vp->timers[1]->deadline <= now) {
     struct ursa__thread *t = vp->timers[1];
     if (t->waitq) {                                           /* leave the object's queue */
@@ -196,31 +238,48 @@ static struct ursa__thread *next_ready(struct ursa__vp *vp) {
   }
 }
 
-int ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, uint64_t deadline) {
+int ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline) {
   struct ursa__thread *cur = vp->cur, *next;
   if (deadline) {
     if (deadline <= ursa__now()) {                            /* passed: no wait at all */
       if (cur->waitq) ursa__q_remove(cur->waitq, cur);
+      if (lock) ursa__ounlock(vp, lock);
       return -ETIMEDOUT;
     }
-    timer_arm(vp, cur, deadline);
+    if (vp->smp) {                   /* armed before a waker can see us: it may cancel it */
+      cur->claim = 0;
+      cur->timer_vp = vp;
+      ursa__spin_lock(&vp->tlock);
+      ursa__timer_arm(vp, cur, deadline);
+      ursa__spin_unlock(&vp->tlock);
+    } else {
+      ursa__timer_arm(vp, cur, deadline);
+    }
+  } else {
+    cur->timer_vp = NULL;
   }
-  cur->state = URSA__BLOCKED;
-  cur->wait_kind = (uint8_t)kind;
-  cur->wait_obj = obj;
+  ursa__set_state(cur, URSA__BLOCKED);
+  __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);
+  __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);
+  cur->wait_lock = lock;
   vp->stats.blocks++;
+  if (vp->smp) {
+    if (lock) ursa__spin_unlock(lock);   /* now a waker may make us READY, even before we are
+                                            saved: the on-CPU byte covers that (vp.c) */
+    return ursa__smp_switch_out(vp, cur);
+  }
   next = next_ready(vp);
   if (ursa_unlikely(next == NULL)) ursa__deadlock_report(vp);
   if (ursa_unlikely(next == cur)) {                           /* our own timer woke us */
-    cur->state = URSA__RUNNING;
+    ursa__set_state(cur, URSA__RUNNING);
     return cur->wake_result;
   }
   URSA__SWITCH_RETURN(vp, cur, next);
 }
 
-void ursa__wake_all(struct ursa__waitq *q, int res) {
+void ursa__wake_all(const struct ursa__vp *vp, struct ursa__waitq *q, int res) {
   struct ursa__thread *t;
-  while ((t = ursa__q_pop(q)) != NULL) ursa__wake(t, res);
+  while ((t = ursa__q_take(vp, q)) != NULL) ursa__wake(t, res);
 }
 
 void ursa__thread_finish(struct ursa__vp *vp, void *result) {
@@ -229,8 +288,10 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
     ursa__keys_run_destructors(cur);
     vp = ursa__tls_vp;                                        /* destructors may have switched */
   }
+  if (cur->region) ursa__region_leave(cur->region);
+  if (vp->smp) ursa__smp_finish(vp, cur, result);             /* never returns */
   cur->result = result;
-  cur->state = URSA__ZOMBIE;
+  ursa__set_state(cur, URSA__ZOMBIE);
   vp->nthreads--;
   if (cur->detached) {
     ursa__reap(vp);                                           /* the previous zombie, if any */
@@ -263,12 +324,13 @@ run:
 int ursa_yield(void) {
   struct ursa__thread *cur, *next;
   URSA_VP_OR_RETURN(vp);
+  if (ursa_unlikely(vp->smp)) return ursa__smp_yield(vp);
   vp->stats.yields++;
   if (ursa_unlikely(vp->ntimers != 0)) ursa__timers_fire(vp, ursa__now());
   next = ursa__runq_pop(vp);
   if (next == NULL) return 0;
   cur = vp->cur;
-  cur->state = URSA__READY;
+  ursa__set_state(cur, URSA__READY);
   cur->wake_result = 0;
   ursa__runq_push(vp, cur);
   URSA__SWITCH_RETURN(vp, cur, next);
@@ -281,10 +343,10 @@ int ursa_yield_to(ursa_thread_t h) {
   if (ursa_unlikely(t == NULL)) return -ESRCH;
   cur = vp->cur;
   if (t == cur) { vp->stats.yields++; return 0; }
-  if (t->state != URSA__READY || t->vp != vp) return ursa_yield();
+  if (vp->smp || t->state != URSA__READY || t->vp != vp) return ursa_yield();  /* SMP: see vp.c */
   ursa__prefetch_frame(t);
   vp->stats.yields++;
-  cur->state = URSA__READY;
+  ursa__set_state(cur, URSA__READY);
   cur->wake_result = 0;
   ursa__runq_replace(vp, t, cur);                 /* the caller takes t's place in the queue */
   URSA__SWITCH_RETURN(vp, cur, t);
@@ -296,7 +358,7 @@ int ursa_sleep_ns(uint64_t ns) {
   if (ns == 0) return ursa_yield();
   now = ursa__now();
   vp->cur->waitq = NULL;                                      /* on no queue while asleep */
-  ursa__block(vp, URSA__W_SLEEP, NULL, ns > UINT64_MAX - now ? UINT64_MAX : now + ns);
+  ursa__block(vp, URSA__W_SLEEP, NULL, NULL, ns > UINT64_MAX - now ? UINT64_MAX : now + ns);
   return 0;
 }
 

@@ -52,7 +52,7 @@
 #define URSA__DESC_SIZE ((sizeof(struct ursa__thread) + 63) & ~(size_t)63)
 
 static int madv_guard_ok = 1;                 /* cleared when the kernel lacks MADV_GUARD_INSTALL */
-static unsigned color_next;                   /* cache colour of the next stack mapped */
+static unsigned color_next;                   /* atomic: cache colour of the next stack mapped */
 
 /* Cache colouring.  Without it every descriptor and every top-of-stack frame would sit at the same
  * offset in its page, so all threads would compete for the same few cache sets (an L1 set holds 8
@@ -100,7 +100,7 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
   if (ursa__g.guard_mode == 1 || !madv_guard_ok) {
     if (mprotect(map, guard, PROT_NONE) != 0) goto fail;
   }
-  t = (struct ursa__thread *)(map + guard + size - URSA__DESC_SIZE - URSA__COLOR_STEP * (color_next++ % URSA__COLORS));
+  t = (struct ursa__thread *)(map + guard + size - URSA__DESC_SIZE - URSA__COLOR_STEP * (__atomic_fetch_add(&color_next, 1u, __ATOMIC_RELAXED) % URSA__COLORS));
   t->stack_lo = map + guard;
   t->stack_size = size;
 #if URSA_VALGRIND
@@ -237,6 +237,25 @@ int ursa__overflow_handler_install(void) {
   sigaction(SIGBUS, &sa, &old_bus);
   handler_installed = 1;
   return 0;
+}
+
+void ursa__altstack_setup(void **mem) {
+  stack_t ss;
+  void *m = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  *mem = NULL;
+  if (m == MAP_FAILED) return;                 /* an overflow then gets the default action */
+  ss.ss_sp = m;
+  ss.ss_size = 65536;
+  ss.ss_flags = 0;
+  if (sigaltstack(&ss, NULL) != 0) { munmap(m, 65536); return; }
+  *mem = m;
+}
+
+void ursa__altstack_teardown(void *mem) {
+  stack_t ss = { .ss_sp = NULL, .ss_flags = SS_DISABLE, .ss_size = 0 };
+  if (mem == NULL) return;
+  sigaltstack(&ss, NULL);
+  munmap(mem, 65536);
 }
 
 void ursa__overflow_handler_remove(void) {

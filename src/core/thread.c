@@ -13,12 +13,18 @@
  *
  * Handles are generation-tagged indices (see struct ursa__slots in internal.h), so every misuse
  * of a handle (joined, detached and finished, never valid) is detected, never dereferenced.
- * Executed only by ursa threads of the VP that owns the thread.
+ * Several VPs: a thread's lock (t->lock) orders finish against join and detach on other VPs; the
+ * handle table's free list has a per-VP cache (no lock while it lasts) refilled from the shared
+ * list under ursa__g.slot_lock; ids come in blocks per VP.  A joiner waits for the finished
+ * thread's on-CPU byte before it reuses the stack (its VP may still be switching away from it).
+ * Executed only by ursa threads.
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "../sched/sched_smp.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,6 +40,9 @@ struct ursa__attr {
   uint32_t detached;
   size_t   stacksize;                                /* 0: the default                 */
   char     name[URSA_NAME_MAX];
+  int32_t  vp;                                       /* URSA_VP_SELF, URSA_VP_ANY, index */
+  uint32_t bound;
+  struct ursa__region *region;
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__attr, ursa_attr_t);
 
@@ -49,6 +58,29 @@ int ursa_attr_init(ursa_attr_t *attr) {
   if (attr == NULL) return -EINVAL;
   memset(attr, 0, sizeof *attr);
   a->magic = URSA__ATTR_MAGIC;
+  a->vp = URSA_VP_SELF;
+  return 0;
+}
+
+int ursa_attr_setvp(ursa_attr_t *attr, int vp) {
+  struct ursa__attr *a = attr_get(attr);
+  if (a == NULL || vp < URSA_VP_SELF) return -EINVAL;
+  a->vp = vp;
+  return 0;
+}
+
+int ursa_attr_setbound(ursa_attr_t *attr, int bound) {
+  struct ursa__attr *a = attr_get(attr);
+  if (a == NULL) return -EINVAL;
+  a->bound = bound != 0;
+  return 0;
+}
+
+int ursa_attr_setregion(ursa_attr_t *attr, ursa_region_t *r) {
+  struct ursa__attr *a = attr_get(attr);
+  struct ursa__region *x = r ? ursa__region_of(r) : NULL;
+  if (a == NULL || (r != NULL && x == NULL)) return -EINVAL;
+  a->region = x;
   return 0;
 }
 
@@ -119,9 +151,37 @@ static int slot_grow(void) {
   return 0;
 }
 
-static inline int slot_alloc(uint32_t *out) {
+#define URSA__SLOT_BATCH 64u                 /* SMP: slots moved between a VP's cache and the list */
+
+/* SMP: refills vp's cache with up to URSA__SLOT_BATCH slots from the shared list. */
+static int slot_refill(struct ursa__smp *x) {
+  struct ursa__slots *S = &ursa__g.slots;
+  int err = 0;
+  uint32_t n;
+  ursa__spin_lock(&ursa__g.slot_lock);
+  if (S->free_head == 0) err = slot_grow();
+  for (n = 0; err == 0 && n < URSA__SLOT_BATCH && S->free_head != 0; n++) {
+    uint32_t idx = S->free_head - 1;
+    S->free_head = slot_at(idx)->next_free;
+    slot_at(idx)->next_free = x->slot_free;
+    x->slot_free = idx + 1;
+    x->slot_nfree++;
+  }
+  ursa__spin_unlock(&ursa__g.slot_lock);
+  return x->slot_nfree ? 0 : (err ? err : -ENOMEM);
+}
+
+static inline int slot_alloc(struct ursa__vp *vp, uint32_t *out) {
   struct ursa__slots *S = &ursa__g.slots;
   int err;
+  if (ursa_unlikely(vp->smp)) {
+    struct ursa__smp *x = vp->x;
+    if (x->slot_free == 0 && (err = slot_refill(x)) != 0) return err;
+    *out = x->slot_free - 1;
+    x->slot_free = slot_at(*out)->next_free;
+    x->slot_nfree--;
+    return 0;
+  }
   if (ursa_unlikely(S->free_head == 0) && (err = slot_grow()) != 0) return err;
   *out = S->free_head - 1;
   S->free_head = slot_at(*out)->next_free;
@@ -130,8 +190,28 @@ static inline int slot_alloc(uint32_t *out) {
 
 static void slot_free(uint32_t idx) {
   struct ursa__slot *s = slot_at(idx);
-  s->t = NULL;
+  struct ursa__vp *vp = ursa__tls_vp;
+  __atomic_store_n(&s->t, NULL, __ATOMIC_RELAXED);   /* (a racing lookup is a misuse: it may
+                                                        see either value, never freed memory) */
   if (++s->gen == 0) s->gen = 1;                     /* generation 0 is never used */
+  if (vp != NULL && vp->smp) {
+    struct ursa__smp *x = vp->x;
+    s->next_free = x->slot_free;
+    x->slot_free = idx + 1;
+    if (++x->slot_nfree > 2 * URSA__SLOT_BATCH) {    /* give a batch back to the shared list */
+      uint32_t n;
+      ursa__spin_lock(&ursa__g.slot_lock);
+      for (n = 0; n < URSA__SLOT_BATCH; n++) {
+        uint32_t i = x->slot_free - 1;
+        x->slot_free = slot_at(i)->next_free;
+        slot_at(i)->next_free = ursa__g.slots.free_head;
+        ursa__g.slots.free_head = i + 1;
+      }
+      x->slot_nfree -= URSA__SLOT_BATCH;
+      ursa__spin_unlock(&ursa__g.slot_lock);
+    }
+    return;
+  }
   s->next_free = ursa__g.slots.free_head;
   ursa__g.slots.free_head = idx + 1;
 }
@@ -146,7 +226,8 @@ void ursa__thread_foreach(void (*fn)(struct ursa__thread *, void *), void *arg) 
   uint32_t i;
   for (i = 0; i < ursa__g.slots.nslots; i++) {
     struct ursa__slot *s = slot_at(i);
-    if (s->t) fn(s->t, arg);
+    struct ursa__thread *t = __atomic_load_n(&s->t, __ATOMIC_RELAXED);
+    if (t) fn(t, arg);
   }
 }
 
@@ -161,11 +242,11 @@ int ursa__threads_init(void) {
   memset(&ursa__g.slots, 0, sizeof ursa__g.slots);
   m = URSA__FAIL() ? NULL : calloc(1, sizeof *m);
   if (m == NULL) return -ENOMEM;
-  if ((err = slot_alloc(&idx)) != 0) { free(m); return err; }
+  if ((err = slot_alloc(vp, &idx)) != 0) { free(m); return err; }
   slot_at(idx)->t = m;
   m->handle = slot_handle(idx);
   m->vp = vp;
-  m->state = URSA__RUNNING;
+  ursa__set_state(m, URSA__RUNNING);
   m->is_main = 1;
   m->id = ursa__g.next_id++;
   strcpy(m->name, "main");
@@ -212,6 +293,20 @@ void ursa__thread_release(struct ursa__vp *vp, struct ursa__thread *t) {
   ursa__thread_release_stack(vp, t);
 }
 
+/* The SMP half of create: placement, pinning, region, and the first queue. */
+static URSA_NOINLINE int create_smp(struct ursa__vp *vp, struct ursa__thread *t, const struct ursa__attr *a) {
+  struct ursa__vp *where = vp;
+  *ursa__ctx_oncpu(&t->ctx) = 0;                     /* (AArch64, ucontext: the word after sp) */
+  t->timer_vp = NULL;
+  t->lock = 0;
+  if (a && a->vp != URSA_VP_SELF) where = ursa__smp_place(vp, a->vp);
+  t->pinned = a && a->bound;
+  t->home = where;
+  __atomic_add_fetch(&ursa__g.live, 1, __ATOMIC_RELAXED);
+  ursa__smp_ready(vp, t, where);
+  return 0;
+}
+
 int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *), void *arg) {
   const struct ursa__attr *a = NULL;
   struct ursa__thread *t;
@@ -226,11 +321,16 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
     if (a->stacksize) size = a->stacksize;
   }
   if (ursa_unlikely(out == NULL && !(a && a->detached))) return -EINVAL;
-  if (ursa_unlikely(vp->nthreads + 2 > vp->timers_cap) &&
-      (err = ursa__sched_reserve(vp, vp->nthreads + 1)) != 0)
+  if (ursa_unlikely(a && a->vp >= (int)(ursa__g.nvps ? ursa__g.nvps : 1))) return -EINVAL;
+  if (ursa_unlikely(vp->smp)) {
+    int64_t live = __atomic_load_n(&ursa__g.live, __ATOMIC_RELAXED);
+    if ((err = ursa__smp_reserve((uint64_t)live + 1)) != 0) return err;
+  } else if (ursa_unlikely(vp->nthreads + 2 > vp->timers_cap) &&
+             (err = ursa__sched_reserve(vp, (uint64_t)vp->nthreads + 1)) != 0) {
     return err;
+  }
   if (ursa_unlikely(vp->zombie != NULL)) ursa__reap(vp);   /* its stack may serve this thread */
-  if ((err = slot_alloc(&idx)) != 0) return err;
+  if ((err = slot_alloc(vp, &idx)) != 0) return err;
   if ((t = ursa__stack_get(vp, size, &err)) == NULL) {
     slot_free(idx);
     return err;
@@ -239,19 +339,22 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
    * need no store: is_main = 0, heap_idx = 0 (no timer outlives a wait), keys = NULL (released).
    * wake_result, wait_kind and wait_obj are read only while BLOCKED, result only when ZOMBIE. */
   URSA_ASSERT(!t->is_main && t->heap_idx == 0 && t->keys == NULL);
-  slot_at(idx)->t = t;
+  __atomic_store_n(&slot_at(idx)->t, t, __ATOMIC_RELAXED);   /* (foreach reads it from any VP) */
   t->handle = slot_handle(idx);
   t->vp = vp;
   t->saved_errno = 0;
-  t->state = URSA__READY;
+  ursa__set_state(t, URSA__READY);
   t->detached = a ? (uint8_t)a->detached : 0;
   t->fn = fn;
   t->arg = arg;
   t->joiner = NULL;
-  t->id = ursa__g.next_id++;
+  t->id = ursa_likely(!vp->smp) ? ursa__g.next_id++ : ursa__smp_next_id(vp);
   if (a && a->name[0]) memcpy(t->name, a->name, URSA_NAME_MAX);
   else t->name[0] = '\0';
   t->rdheld[0].lock = NULL;                          /* rdheld is packed: first NULL ends it */
+  t->pin_depth = 0;
+  t->region = a ? a->region : NULL;
+  if (ursa_unlikely(t->region != NULL)) ursa__region_join(t->region);
 #if URSA_ASAN
   t->asan_fake = NULL;
 #endif
@@ -259,11 +362,14 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   t->tsan_fiber = __tsan_create_fiber(0);
 #endif
   ursa__ctx_make(&t->ctx, t, ursa__thread_entry);
-  ursa__runq_push(vp, t);
   vp->nthreads++;
   vp->stats.created++;
   if (out) *out = t->handle;
-  return 0;
+  if (ursa_likely(!vp->smp)) {
+    ursa__runq_push(vp, t);
+    return 0;
+  }
+  return create_smp(vp, t, a);
 }
 
 int ursa_join(ursa_thread_t h, void **result) {
@@ -273,13 +379,22 @@ int ursa_join(ursa_thread_t h, void **result) {
   if (ursa_unlikely(t == NULL)) return -ESRCH;
   cur = vp->cur;
   if (t == cur) return -EDEADLK;
-  if (t->detached || t->joiner) return -EINVAL;
-  if (t->state == URSA__BLOCKED && t->wait_kind == URSA__W_JOIN && t->wait_obj == cur) return -EDEADLK;
-  if (t->state != URSA__ZOMBIE) {
-    t->joiner = cur;
-    ursa__block(vp, URSA__W_JOIN, t, 0);
-    vp = ursa__tls_vp;
+  ursa__olock(vp, &t->lock);
+  if (t->detached || t->joiner) { ursa__ounlock(vp, &t->lock); return -EINVAL; }
+  if (ursa__get_state(t) == URSA__BLOCKED &&
+      __atomic_load_n(&t->wait_kind, __ATOMIC_RELAXED) == URSA__W_JOIN &&
+      __atomic_load_n(&t->wait_obj, __ATOMIC_RELAXED) == cur) {   /* t joins us: a cycle */
+    ursa__ounlock(vp, &t->lock);
+    return -EDEADLK;
   }
+  if (ursa__get_state(t) != URSA__ZOMBIE) {
+    t->joiner = cur;
+    ursa__block(vp, URSA__W_JOIN, t, &t->lock, 0);
+    vp = ursa__tls_vp;
+  } else {
+    ursa__ounlock(vp, &t->lock);
+  }
+  if (vp->smp) ursa__oncpu_wait(t);                 /* its VP may still be switching away */
   if (result) *result = t->result;
   ursa__thread_release(vp, t);
   return 0;
@@ -290,9 +405,16 @@ int ursa_detach(ursa_thread_t h) {
   URSA_VP_OR_RETURN(vp);
   t = ursa__thread_get(h);
   if (t == NULL) return -ESRCH;
-  if (t->detached || t->joiner) return -EINVAL;
-  if (t->state == URSA__ZOMBIE) ursa__thread_release(vp, t);
-  else t->detached = 1;
+  ursa__olock(vp, &t->lock);
+  if (t->detached || t->joiner) { ursa__ounlock(vp, &t->lock); return -EINVAL; }
+  if (ursa__get_state(t) == URSA__ZOMBIE) {
+    ursa__ounlock(vp, &t->lock);
+    if (vp->smp) ursa__oncpu_wait(t);
+    ursa__thread_release(vp, t);
+  } else {
+    t->detached = 1;
+    ursa__ounlock(vp, &t->lock);
+  }
   return 0;
 }
 
@@ -300,6 +422,31 @@ void ursa_exit(void *result) {
   struct ursa__vp *vp = ursa__tls_vp;
   if (vp == NULL) URSA_PANIC("ursa_exit called outside an ursa thread");
   ursa__thread_finish(vp, result);
+}
+
+int ursa_vp_self(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  return vp ? (int)vp->index : -EPERM;
+}
+
+int ursa_vp_pin(void) {
+  struct ursa__thread *cur;
+  URSA_VP_OR_RETURN(vp);
+  cur = vp->cur;
+  if (cur->pin_depth++ == 0 && !cur->pinned) {
+    cur->pinned = 2;                                 /* 2: pinned by ursa_vp_pin only */
+    cur->home = vp;
+  }
+  return 0;
+}
+
+int ursa_vp_unpin(void) {
+  struct ursa__thread *cur;
+  URSA_VP_OR_RETURN(vp);
+  cur = vp->cur;
+  if (cur->pin_depth == 0) return -EINVAL;
+  if (--cur->pin_depth == 0 && cur->pinned == 2) cur->pinned = 0;
+  return 0;
 }
 
 ursa_thread_t ursa_self(void) {

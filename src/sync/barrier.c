@@ -13,6 +13,7 @@ struct ursa__barrier {
   uint32_t           count;
   uint32_t           arrived;
   struct ursa__waitq q;
+  ursa__spin_t       lock;                  /* several VPs: guards arrived and q */
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__barrier, ursa_barrier_t);
 
@@ -28,26 +29,31 @@ int ursa_barrier_init(ursa_barrier_t *b, unsigned count) {
   x->count = count;
   x->arrived = 0;
   x->q.head = x->q.tail = NULL;
+  x->lock = 0;
   return 0;
 }
 
 int ursa_barrier_destroy(ursa_barrier_t *b) {
   if (ursa__tls_vp == NULL) return -EPERM;
   BARRIER_OR_RETURN(x, b);
-  if (x->arrived) return -EBUSY;
+  ursa__olock(ursa__tls_vp, &x->lock);
+  if (x->arrived) { ursa__ounlock(ursa__tls_vp, &x->lock); return -EBUSY; }
   x->magic = URSA__MAGIC_DEAD;
+  ursa__ounlock(ursa__tls_vp, &x->lock);
   return 0;
 }
 
 int ursa_barrier_wait(ursa_barrier_t *b) {
   BARRIER_OR_RETURN(x, b);
   URSA_VP_OR_RETURN(vp);
+  ursa__olock(vp, &x->lock);
   if (++x->arrived == x->count) {
     x->arrived = 0;
-    ursa__wake_all(&x->q, 0);
+    ursa__wake_all(vp, &x->q, 0);
+    ursa__ounlock(vp, &x->lock);
     return URSA_BARRIER_SERIAL_THREAD;
   }
   ursa__q_push(&x->q, vp->cur);
-  ursa__block(vp, URSA__W_BARRIER, x, 0);
+  ursa__block(vp, URSA__W_BARRIER, x, &x->lock, 0);
   return 0;
 }

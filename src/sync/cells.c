@@ -22,6 +22,7 @@ struct ursa__ivar {
   uint32_t           full;
   void              *value;
   struct ursa__waitq q;                     /* readers waiting for the put */
+  ursa__spin_t       lock;                  /* several VPs: guards all of the above */
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__ivar, ursa_ivar_t);
 
@@ -30,6 +31,7 @@ struct ursa__mvar {
   uint32_t           full;
   void              *value;
   struct ursa__waitq takers, putters;
+  ursa__spin_t       lock;                  /* several VPs: guards all of the above */
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__mvar, ursa_mvar_t);
 
@@ -50,24 +52,29 @@ int ursa_ivar_init(ursa_ivar_t *v) {
   x->full = 0;
   x->value = NULL;
   x->q.head = x->q.tail = NULL;
+  x->lock = 0;
   return 0;
 }
 
 int ursa_ivar_destroy(ursa_ivar_t *v) {
   if (ursa__tls_vp == NULL) return -EPERM;
   IVAR_OR_RETURN(x, v);
-  if (!ursa__q_empty(&x->q)) return -EBUSY;
+  ursa__olock(ursa__tls_vp, &x->lock);
+  if (!ursa__q_empty(&x->q)) { ursa__ounlock(ursa__tls_vp, &x->lock); return -EBUSY; }
   x->magic = URSA__MAGIC_DEAD;
+  ursa__ounlock(ursa__tls_vp, &x->lock);
   return 0;
 }
 
 int ursa_ivar_put(ursa_ivar_t *v, void *value) {
   IVAR_OR_RETURN(x, v);
-  if (ursa__tls_vp == NULL) return -EPERM;
-  if (x->full) return -EBUSY;               /* written once: keep the first value */
+  URSA_VP_OR_RETURN(vp);
+  ursa__olock(vp, &x->lock);
+  if (x->full) { ursa__ounlock(vp, &x->lock); return -EBUSY; }   /* written once: keep the first */
   x->value = value;
   x->full = 1;
-  ursa__wake_all(&x->q, 0);
+  ursa__wake_all(vp, &x->q, 0);
+  ursa__ounlock(vp, &x->lock);
   return 0;
 }
 
@@ -75,11 +82,15 @@ int ursa_ivar_get(ursa_ivar_t *v, void **value) {
   IVAR_OR_RETURN(x, v);
   URSA_VP_OR_RETURN(vp);
   if (value == NULL) return -EINVAL;
+  ursa__olock(vp, &x->lock);
   if (!x->full) {
     ursa__q_push(&x->q, vp->cur);
-    ursa__block(vp, URSA__W_IVAR, x, 0);
+    ursa__block(vp, URSA__W_IVAR, x, &x->lock, 0);
+    vp = ursa__tls_vp;
+    ursa__olock(vp, &x->lock);
   }
   *value = x->value;
+  ursa__ounlock(vp, &x->lock);
   return 0;
 }
 
@@ -87,8 +98,10 @@ int ursa_ivar_tryget(ursa_ivar_t *v, void **value) {
   if (ursa__tls_vp == NULL) return -EPERM;
   IVAR_OR_RETURN(x, v);
   if (value == NULL) return -EINVAL;
-  if (!x->full) return -EAGAIN;
+  ursa__olock(ursa__tls_vp, &x->lock);
+  if (!x->full) { ursa__ounlock(ursa__tls_vp, &x->lock); return -EAGAIN; }
   *value = x->value;
+  ursa__ounlock(ursa__tls_vp, &x->lock);
   return 0;
 }
 
@@ -102,20 +115,26 @@ int ursa_mvar_init(ursa_mvar_t *v) {
   x->full = 0;
   x->value = NULL;
   x->takers.head = x->takers.tail = x->putters.head = x->putters.tail = NULL;
+  x->lock = 0;
   return 0;
 }
 
 int ursa_mvar_destroy(ursa_mvar_t *v) {
   if (ursa__tls_vp == NULL) return -EPERM;
   MVAR_OR_RETURN(x, v);
-  if (!ursa__q_empty(&x->takers) || !ursa__q_empty(&x->putters)) return -EBUSY;
+  ursa__olock(ursa__tls_vp, &x->lock);
+  if (!ursa__q_empty(&x->takers) || !ursa__q_empty(&x->putters)) {
+    ursa__ounlock(ursa__tls_vp, &x->lock);
+    return -EBUSY;
+  }
   x->magic = URSA__MAGIC_DEAD;
+  ursa__ounlock(ursa__tls_vp, &x->lock);
   return 0;
 }
 
 /* Fills the empty cell, or hands value to the first waiting taker. */
-static void mvar_fill(struct ursa__mvar *x, void *value) {
-  struct ursa__thread *t = ursa__q_pop(&x->takers);
+static void mvar_fill(const struct ursa__vp *vp, struct ursa__mvar *x, void *value) {
+  struct ursa__thread *t = ursa__q_take(vp, &x->takers);
   if (t) {
     t->wait_data = value;
     ursa__wake(t, 0);
@@ -126,8 +145,8 @@ static void mvar_fill(struct ursa__mvar *x, void *value) {
 }
 
 /* Empties the full cell into *value, refilling it from the first waiting putter. */
-static void mvar_drain(struct ursa__mvar *x, void **value) {
-  struct ursa__thread *p = ursa__q_pop(&x->putters);
+static void mvar_drain(const struct ursa__vp *vp, struct ursa__mvar *x, void **value) {
+  struct ursa__thread *p = ursa__q_take(vp, &x->putters);
   *value = x->value;
   if (p) {
     x->value = p->wait_data;
@@ -141,21 +160,25 @@ static void mvar_drain(struct ursa__mvar *x, void **value) {
 int ursa_mvar_put(ursa_mvar_t *v, void *value) {
   MVAR_OR_RETURN(x, v);
   URSA_VP_OR_RETURN(vp);
+  ursa__olock(vp, &x->lock);
   if (!x->full) {
-    mvar_fill(x, value);
+    mvar_fill(vp, x, value);
+    ursa__ounlock(vp, &x->lock);
     return 0;
   }
   vp->cur->wait_data = value;
   ursa__q_push(&x->putters, vp->cur);
-  ursa__block(vp, URSA__W_MVAR_PUT, x, 0);  /* a take moved our value into the cell */
+  ursa__block(vp, URSA__W_MVAR_PUT, x, &x->lock, 0);  /* a take moved our value into the cell */
   return 0;
 }
 
 int ursa_mvar_tryput(ursa_mvar_t *v, void *value) {
   MVAR_OR_RETURN(x, v);
-  if (ursa__tls_vp == NULL) return -EPERM;
-  if (x->full) return -EAGAIN;
-  mvar_fill(x, value);
+  URSA_VP_OR_RETURN(vp);
+  ursa__olock(vp, &x->lock);
+  if (x->full) { ursa__ounlock(vp, &x->lock); return -EAGAIN; }
+  mvar_fill(vp, x, value);
+  ursa__ounlock(vp, &x->lock);
   return 0;
 }
 
@@ -164,22 +187,26 @@ int ursa_mvar_take(ursa_mvar_t *v, void **value) {
   MVAR_OR_RETURN(x, v);
   URSA_VP_OR_RETURN(vp);
   if (value == NULL) return -EINVAL;
+  ursa__olock(vp, &x->lock);
   if (x->full) {
-    mvar_drain(x, value);
+    mvar_drain(vp, x, value);
+    ursa__ounlock(vp, &x->lock);
     return 0;
   }
   cur = vp->cur;
   ursa__q_push(&x->takers, cur);
-  ursa__block(vp, URSA__W_MVAR_TAKE, x, 0);
+  ursa__block(vp, URSA__W_MVAR_TAKE, x, &x->lock, 0);
   *value = cur->wait_data;                  /* handed over by the put */
   return 0;
 }
 
 int ursa_mvar_trytake(ursa_mvar_t *v, void **value) {
   MVAR_OR_RETURN(x, v);
-  if (ursa__tls_vp == NULL) return -EPERM;
+  URSA_VP_OR_RETURN(vp);
   if (value == NULL) return -EINVAL;
-  if (!x->full) return -EAGAIN;
-  mvar_drain(x, value);
+  ursa__olock(vp, &x->lock);
+  if (!x->full) { ursa__ounlock(vp, &x->lock); return -EAGAIN; }
+  mvar_drain(vp, x, value);
+  ursa__ounlock(vp, &x->lock);
   return 0;
 }

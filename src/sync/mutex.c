@@ -23,11 +23,13 @@ struct ursa__mutex {
   uint32_t             count;               /* extra recursive locks by the owner */
   struct ursa__thread *owner;
   struct ursa__waitq   q;
+  ursa__spin_t         lock;                /* several VPs: guards all of the above */
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__mutex, ursa_mutex_t);
 
 struct ursa__cond {
   uint32_t           magic;
+  ursa__spin_t       lock;                  /* several VPs: guards q */
   struct ursa__waitq q;
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__cond, ursa_cond_t);
@@ -47,6 +49,7 @@ int ursa_mutex_init(ursa_mutex_t *m, int type) {
   x->count = 0;
   x->owner = NULL;
   x->q.head = x->q.tail = NULL;
+  x->lock = 0;
   return 0;
 }
 
@@ -54,34 +57,42 @@ int ursa_mutex_destroy(ursa_mutex_t *m) {
   if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__mutex *x = mutex_get(m);
   if (x == NULL) return -EINVAL;
-  if (x->owner || !ursa__q_empty(&x->q)) return -EBUSY;
+  ursa__olock(ursa__tls_vp, &x->lock);
+  if (x->owner || !ursa__q_empty(&x->q)) { ursa__ounlock(ursa__tls_vp, &x->lock); return -EBUSY; }
   x->magic = URSA__MAGIC_DEAD;
+  ursa__ounlock(ursa__tls_vp, &x->lock);
   return 0;
 }
 
 /* try: fail with -EBUSY instead of blocking; deadline: 0 for none. */
 static int mutex_lock(struct ursa__mutex *x, struct ursa__vp *vp, bool try, uint64_t deadline) {
   struct ursa__thread *cur = vp->cur;
+  int r = 0;
+  ursa__olock(vp, &x->lock);
   if (ursa_likely(x->owner == NULL)) {
     x->owner = cur;
-    return 0;
+    goto out;
   }
   if (x->owner == cur) {
     if (x->type == URSA_MUTEX_RECURSIVE) {
-      if (x->count == UINT32_MAX) return -EAGAIN;
-      x->count++;
-      return 0;
+      if (x->count == UINT32_MAX) r = -EAGAIN;
+      else x->count++;
+      goto out;
     }
-    if (x->type == URSA_MUTEX_ERRORCHECK && !try) return -EDEADLK;
+    if (x->type == URSA_MUTEX_ERRORCHECK && !try) { r = -EDEADLK; goto out; }
   }
-  if (try) return -EBUSY;                              /* held, also by the caller (POSIX) */
+  if (try) { r = -EBUSY; goto out; }                   /* held, also by the caller (POSIX) */
   ursa__q_push(&x->q, cur);
-  return ursa__block(vp, URSA__W_MUTEX, x, deadline);  /* 0: the unlocker made us the owner */
+  return ursa__block(vp, URSA__W_MUTEX, x, &x->lock, deadline);  /* 0: we own it now */
+out:
+  ursa__ounlock(vp, &x->lock);
+  return r;
 }
 
-/* Releases x completely (any recursion count is dropped) and hands it to the first waiter. */
-static void mutex_release(struct ursa__mutex *x) {
-  struct ursa__thread *t = ursa__q_pop(&x->q);
+/* Releases x completely (any recursion count is dropped) and hands it to the first waiter.
+ * The caller holds x's lock. */
+static void mutex_release(const struct ursa__vp *vp, struct ursa__mutex *x) {
+  struct ursa__thread *t = ursa__q_take(vp, &x->q);
   x->count = 0;
   x->owner = t;
   if (t) ursa__wake(t, 0);
@@ -115,12 +126,11 @@ int ursa_mutex_unlock(ursa_mutex_t *m) {
   struct ursa__mutex *x = mutex_get(m);
   URSA_VP_OR_RETURN(vp);
   if (x == NULL) return -EINVAL;
-  if (x->owner != vp->cur) return -EPERM;
-  if (x->count) {
-    x->count--;
-    return 0;
-  }
-  mutex_release(x);
+  ursa__olock(vp, &x->lock);
+  if (x->owner != vp->cur) { ursa__ounlock(vp, &x->lock); return -EPERM; }
+  if (x->count) x->count--;
+  else mutex_release(vp, x);
+  ursa__ounlock(vp, &x->lock);
   return 0;
 }
 
@@ -141,6 +151,7 @@ int ursa_cond_init(ursa_cond_t *c) {
   struct ursa__cond *x = (struct ursa__cond *)c;
   if (x == NULL) return -EINVAL;
   x->magic = URSA__COND_MAGIC;
+  x->lock = 0;
   x->q.head = x->q.tail = NULL;
   return 0;
 }
@@ -149,8 +160,10 @@ int ursa_cond_destroy(ursa_cond_t *c) {
   if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__cond *x = cond_get(c);
   if (x == NULL) return -EINVAL;
-  if (!ursa__q_empty(&x->q)) return -EBUSY;
+  ursa__olock(ursa__tls_vp, &x->lock);
+  if (!ursa__q_empty(&x->q)) { ursa__ounlock(ursa__tls_vp, &x->lock); return -EBUSY; }
   x->magic = URSA__MAGIC_DEAD;
+  ursa__ounlock(ursa__tls_vp, &x->lock);
   return 0;
 }
 
@@ -161,11 +174,16 @@ static int cond_wait(ursa_cond_t *c, ursa_mutex_t *m, uint64_t deadline) {
   int r;
   URSA_VP_OR_RETURN(vp);
   if (x == NULL || mx == NULL) return -EINVAL;
-  if (mx->owner != vp->cur) return -EPERM;
-  count = mx->count;
+  if (__atomic_load_n(&mx->owner, __ATOMIC_RELAXED) != vp->cur) return -EPERM;  /* only we set it to us */
+  /* Queue on the condition before the mutex is released, so a signal sent by the next owner
+   * finds us: the condition's lock is held across the release (order: cond lock, mutex lock). */
+  ursa__olock(vp, &x->lock);
   ursa__q_push(&x->q, vp->cur);
-  mutex_release(mx);
-  r = ursa__block(vp, URSA__W_COND, x, deadline);
+  ursa__olock(vp, &mx->lock);
+  count = mx->count;
+  mutex_release(vp, mx);
+  ursa__ounlock(vp, &mx->lock);
+  r = ursa__block(vp, URSA__W_COND, x, &x->lock, deadline);
   vp = ursa__tls_vp;
   mutex_lock(mx, vp, false, 0);                        /* relock, also after a timeout */
   mx->count = count;
@@ -184,15 +202,19 @@ int ursa_cond_signal(ursa_cond_t *c) {
   struct ursa__cond *x = cond_get(c);
   struct ursa__thread *t;
   if (x == NULL) return -EINVAL;
-  if (ursa__tls_vp == NULL) return -EPERM;
-  if ((t = ursa__q_pop(&x->q)) != NULL) ursa__wake(t, 0);
+  URSA_VP_OR_RETURN(vp);
+  ursa__olock(vp, &x->lock);
+  if ((t = ursa__q_take(vp, &x->q)) != NULL) ursa__wake(t, 0);
+  ursa__ounlock(vp, &x->lock);
   return 0;
 }
 
 int ursa_cond_broadcast(ursa_cond_t *c) {
   struct ursa__cond *x = cond_get(c);
   if (x == NULL) return -EINVAL;
-  if (ursa__tls_vp == NULL) return -EPERM;
-  ursa__wake_all(&x->q, 0);
+  URSA_VP_OR_RETURN(vp);
+  ursa__olock(vp, &x->lock);
+  ursa__wake_all(vp, &x->q, 0);
+  ursa__ounlock(vp, &x->lock);
   return 0;
 }

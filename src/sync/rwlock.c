@@ -21,6 +21,7 @@ struct ursa__rwlock {
   uint32_t             readers;             /* read holds, recursive ones included */
   struct ursa__thread *writer;
   struct ursa__waitq   rq, wq;              /* waiting readers, waiting writers */
+  ursa__spin_t         lock;                /* several VPs: guards all of the above */
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__rwlock, ursa_rwlock_t);
 
@@ -58,15 +59,22 @@ static void held_drop(struct ursa__thread *t, struct ursa__rdheld *h) {
 }
 
 /* Hands a free lock to waiters: all readers if prefer_readers or no writer waits, else one writer. */
-static void grant(struct ursa__rwlock *x, bool prefer_readers) {
+static void admit_readers(const struct ursa__vp *vp, struct ursa__rwlock *x) {
+  struct ursa__thread *t;
+  while ((t = ursa__q_take(vp, &x->rq)) != NULL) {
+    x->readers++;
+    ursa__wake(t, 0);
+  }
+}
+
+static void grant(const struct ursa__vp *vp, struct ursa__rwlock *x, bool prefer_readers) {
   struct ursa__thread *t;
   if (x->writer || x->readers) return;
   if (!ursa__q_empty(&x->rq) && (prefer_readers || ursa__q_empty(&x->wq))) {
-    while ((t = ursa__q_pop(&x->rq)) != NULL) {
-      x->readers++;
-      ursa__wake(t, 0);
-    }
-  } else if ((t = ursa__q_pop(&x->wq)) != NULL) {
+    admit_readers(vp, x);
+    if (x->readers) return;
+  }
+  if ((t = ursa__q_take(vp, &x->wq)) != NULL) {   /* (also when every reader had timed out) */
     x->writer = t;
     ursa__wake(t, 0);
   }
@@ -84,6 +92,7 @@ int ursa_rwlock_init(ursa_rwlock_t *l) {
   x->readers = 0;
   x->writer = NULL;
   x->rq.head = x->rq.tail = x->wq.head = x->wq.tail = NULL;
+  x->lock = 0;
   return 0;
 }
 
@@ -91,8 +100,13 @@ int ursa_rwlock_destroy(ursa_rwlock_t *l) {
   if (ursa__tls_vp == NULL) return -EPERM;
   struct ursa__rwlock *x = rw_get(l);
   if (x == NULL) return -EINVAL;
-  if (x->writer || x->readers || !ursa__q_empty(&x->rq) || !ursa__q_empty(&x->wq)) return -EBUSY;
+  ursa__olock(ursa__tls_vp, &x->lock);
+  if (x->writer || x->readers || !ursa__q_empty(&x->rq) || !ursa__q_empty(&x->wq)) {
+    ursa__ounlock(ursa__tls_vp, &x->lock);
+    return -EBUSY;
+  }
   x->magic = URSA__MAGIC_DEAD;
+  ursa__ounlock(ursa__tls_vp, &x->lock);
   return 0;
 }
 
@@ -104,23 +118,29 @@ static int rdlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
   URSA_VP_OR_RETURN(vp);
   if (x == NULL) return -EINVAL;
   cur = vp->cur;
-  if (x->writer == cur) return try ? -EBUSY : -EDEADLK;
+  ursa__olock(vp, &x->lock);
+  if (x->writer == cur) { r = try ? -EBUSY : -EDEADLK; goto out; }
   if ((h = held(cur, x)) != NULL) {         /* recursive read: never queue behind a writer */
-    if (h->count == UINT32_MAX) return -EAGAIN;
+    if (h->count == UINT32_MAX) { r = -EAGAIN; goto out; }
     h->count++;
     x->readers++;
-    return 0;
+    r = 0;
+    goto out;
   }
-  if (held_count(cur) == URSA_RWLOCK_READ_MAX) return -EAGAIN;
+  if (held_count(cur) == URSA_RWLOCK_READ_MAX) { r = -EAGAIN; goto out; }
   if (x->writer == NULL && ursa__q_empty(&x->wq)) {
     x->readers++;
     held_add(cur, x);
-    return 0;
+    r = 0;
+    goto out;
   }
-  if (try) return -EBUSY;
+  if (try) { r = -EBUSY; goto out; }
   ursa__q_push(&x->rq, cur);
-  r = ursa__block(vp, URSA__W_RDLOCK, x, deadline);
+  r = ursa__block(vp, URSA__W_RDLOCK, x, &x->lock, deadline);
   if (r == 0) held_add(cur, x);             /* the unlocker counted us in */
+  return r;
+out:
+  ursa__ounlock(vp, &x->lock);
   return r;
 }
 
@@ -131,20 +151,23 @@ static int wrlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
   URSA_VP_OR_RETURN(vp);
   if (x == NULL) return -EINVAL;
   cur = vp->cur;
-  if (x->writer == cur || held(cur, x)) return try ? -EBUSY : -EDEADLK;
+  if (held(cur, x)) return try ? -EBUSY : -EDEADLK;
+  ursa__olock(vp, &x->lock);
+  if (x->writer == cur) { ursa__ounlock(vp, &x->lock); return try ? -EBUSY : -EDEADLK; }
   if (x->writer == NULL && x->readers == 0) {
     x->writer = cur;
+    ursa__ounlock(vp, &x->lock);
     return 0;
   }
-  if (try) return -EBUSY;
+  if (try) { ursa__ounlock(vp, &x->lock); return -EBUSY; }
   ursa__q_push(&x->wq, cur);
-  r = ursa__block(vp, URSA__W_WRLOCK, x, deadline);
-  if (r != 0 && x->writer == NULL && ursa__q_empty(&x->wq)) {
-    struct ursa__thread *t;                 /* we held readers back while we waited: admit them */
-    while ((t = ursa__q_pop(&x->rq)) != NULL) {
-      x->readers++;
-      ursa__wake(t, 0);
-    }
+  r = ursa__block(vp, URSA__W_WRLOCK, x, &x->lock, deadline);
+  if (r != 0) {
+    vp = ursa__tls_vp;
+    ursa__olock(vp, &x->lock);
+    if (x->writer == NULL && ursa__q_empty(&x->wq))
+      admit_readers(vp, x);                 /* we held readers back while we waited: admit them */
+    ursa__ounlock(vp, &x->lock);
   }
   return r;
 }
@@ -173,14 +196,17 @@ int ursa_rwlock_unlock(ursa_rwlock_t *l) {
   URSA_VP_OR_RETURN(vp);
   if (x == NULL) return -EINVAL;
   cur = vp->cur;
+  ursa__olock(vp, &x->lock);
   if (x->writer == cur) {
     x->writer = NULL;
-    grant(x, true);
+    grant(vp, x, true);
+    ursa__ounlock(vp, &x->lock);
     return 0;
   }
-  if ((h = held(cur, x)) == NULL) return -EPERM;
+  if ((h = held(cur, x)) == NULL) { ursa__ounlock(vp, &x->lock); return -EPERM; }
   if (--h->count == 0) held_drop(cur, h);
   x->readers--;
-  grant(x, false);
+  grant(vp, x, false);
+  ursa__ounlock(vp, &x->lock);
   return 0;
 }

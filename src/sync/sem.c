@@ -5,7 +5,8 @@
  * READY; the value is not incremented, so the woken thread never has to check again and a later
  * P cannot overtake it.  A post never switches.  A timed-out waiter has been removed from the
  * queue by its timer (sched.c), so no unit is ever lost to it.
- * Executed only by ursa threads of the VP that owns the semaphore's waiters.
+ * With several VPs every operation holds the semaphore's lock (see internal.h, ursa__olock).
+ * Executed only by ursa threads.
  */
 #include "../core/internal.h"
 
@@ -15,6 +16,7 @@ struct ursa__sem {
   uint32_t           magic;
   uint32_t           value;
   struct ursa__waitq q;                     /* waiters, FIFO */
+  ursa__spin_t       lock;                  /* several VPs: guards value and q */
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__sem, ursa_sem_t);
 
@@ -29,14 +31,17 @@ int ursa_sem_init(ursa_sem_t *s, unsigned value) {
   x->magic = URSA__SEM_MAGIC;
   x->value = value;
   x->q.head = x->q.tail = NULL;
+  x->lock = 0;
   return 0;
 }
 
 int ursa_sem_destroy(ursa_sem_t *s) {
   if (ursa__tls_vp == NULL) return -EPERM;
   SEM_OR_RETURN(x, s);
-  if (!ursa__q_empty(&x->q)) return -EBUSY;
+  ursa__olock(ursa__tls_vp, &x->lock);
+  if (!ursa__q_empty(&x->q)) { ursa__ounlock(ursa__tls_vp, &x->lock); return -EBUSY; }
   x->magic = URSA__MAGIC_DEAD;
+  ursa__ounlock(ursa__tls_vp, &x->lock);
   return 0;
 }
 
@@ -44,13 +49,15 @@ static int sem_wait(ursa_sem_t *s, uint64_t deadline) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
   vp->stats.p_ops++;
+  ursa__olock(vp, &x->lock);
   if (ursa_likely(x->value > 0)) {
     x->value--;
+    ursa__ounlock(vp, &x->lock);
     return 0;
   }
   vp->stats.p_blocking++;
   ursa__q_push(&x->q, vp->cur);
-  return ursa__block(vp, URSA__W_SEM, x, deadline);   /* 0: a post handed us its unit */
+  return ursa__block(vp, URSA__W_SEM, x, &x->lock, deadline);   /* 0: a post handed us its unit */
 }
 
 int ursa_sem_wait(ursa_sem_t *s) { return sem_wait(s, 0); }
@@ -65,8 +72,10 @@ int ursa_sem_trywait(ursa_sem_t *s) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
   vp->stats.p_ops++;
-  if (x->value == 0) return -EAGAIN;
+  ursa__olock(vp, &x->lock);
+  if (x->value == 0) { ursa__ounlock(vp, &x->lock); return -EAGAIN; }
   x->value--;
+  ursa__ounlock(vp, &x->lock);
   return 0;
 }
 
@@ -74,13 +83,15 @@ int ursa_sem_post(ursa_sem_t *s) {
   struct ursa__thread *t;
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
-  URSA_UNUSED(vp);
-  if ((t = ursa__q_pop(&x->q)) != NULL) {
+  ursa__olock(vp, &x->lock);
+  if ((t = ursa__q_take(vp, &x->q)) != NULL) {
     ursa__wake(t, 0);
+    ursa__ounlock(vp, &x->lock);
     return 0;
   }
-  if (x->value >= URSA_SEM_VALUE_MAX) return -EOVERFLOW;
+  if (x->value >= URSA_SEM_VALUE_MAX) { ursa__ounlock(vp, &x->lock); return -EOVERFLOW; }
   x->value++;
+  ursa__ounlock(vp, &x->lock);
   return 0;
 }
 
@@ -88,6 +99,6 @@ int ursa_sem_getvalue(ursa_sem_t *s, int *value) {
   if (ursa__tls_vp == NULL) return -EPERM;
   SEM_OR_RETURN(x, s);
   if (value == NULL) return -EINVAL;
-  *value = (int)x->value;
+  *value = (int)__atomic_load_n(&x->value, __ATOMIC_RELAXED);   /* a snapshot */
   return 0;
 }

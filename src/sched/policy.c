@@ -1,0 +1,208 @@
+/*
+ * policy.c - where ready threads that a VP gives away go, and where an idle VP finds work.
+ *
+ * Every policy keeps a VP's own ready threads in its Protect Queue (owner only, no lock) up to
+ * ursa__g.pq_cap unpinned threads; what they differ in is the shared structure beyond it:
+ *
+ *   rotator  Lesser Bear LB3 (the default).  Overflow goes to the VP's own Waiver Queue, a bounded
+ *            SPSC ring whose single consumer is VP forward(i).  At every switch VP i moves every
+ *            thread of VP backward(i)'s Waiver Queue into its Protect Queue up to the capacity and
+ *            the rest into its own Waiver Queue, and wakes forward(i) if it pushed any.  No lock
+ *            and no read-modify-write anywhere: threads travel round the ring until a VP has room.
+ *            A VP whose Protect Queue is over capacity also hands its newest unpinned threads to
+ *            its Waiver Queue at a switch, so work created on one VP spreads.
+ *   lb2      Lesser Bear LB2.  Overflow goes to the VP's own Waiver Queue (its owner pushes without
+ *            a lock); a VP whose Protect Queue is empty takes threads from any Waiver Queue, its
+ *            own first, holding that queue's consumer lock (so consumers are serialized).
+ *   global   One queue for the whole process under one lock: every unpinned ready thread goes
+ *            there (the Protect Queue then holds pinned threads only).
+ *   steal    Overflow goes to the VP's own Chase-Lev deque; a VP whose Protect Queue is empty
+ *            takes from its own deque's FIFO end, then steals from random victims (as Go, Tokio
+ *            and Argobots do).
+ *
+ * Pinned threads never enter a shared structure (vp.c routes them to their home VP's inbox).
+ * Executed only by the VP named in each call; the shared structures say how they are guarded.
+ */
+#define _GNU_SOURCE
+#include "policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* the global queue (policy global) */
+static struct {
+  ursa__spin_t         lock;
+  struct ursa__thread *head, *tail;    /* FIFO through qnext, under lock */
+  uint32_t             n;              /* atomic: threads queued */
+} gq;
+
+const char *ursa__pol_name(int policy) {
+  switch (policy) {
+  case URSA__POL_ROTATOR: return "rotator";
+  case URSA__POL_LB2:     return "lb2";
+  case URSA__POL_GLOBAL:  return "global";
+  case URSA__POL_STEAL:   return "steal";
+  default:                return "?";
+  }
+}
+
+int ursa__pol_init(void) {
+  memset(&gq, 0, sizeof gq);
+  return 0;
+}
+
+void ursa__pol_fini(void) { memset(&gq, 0, sizeof gq); }
+
+int ursa__pol_vp_init(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  int err = 0;
+  if (ursa__g.policy == URSA__POL_ROTATOR || ursa__g.policy == URSA__POL_LB2)
+    err = URSA__FAIL() ? -ENOMEM : ursa__wq_init(&x->wq, ursa__g.wq_cap);
+  else if (ursa__g.policy == URSA__POL_STEAL)
+    err = URSA__FAIL() ? -ENOMEM : ursa__deque_init(&x->dq, ursa__g.wq_cap);
+  return err;
+}
+
+void ursa__pol_vp_fini(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  if (ursa__g.policy == URSA__POL_ROTATOR || ursa__g.policy == URSA__POL_LB2) {
+    if (x->wq.buf) ursa__wq_destroy(&x->wq);
+  } else if (ursa__g.policy == URSA__POL_STEAL) {
+    ursa__deque_destroy(&x->dq);
+  }
+}
+
+/* Wakes one sleeping VP other than vp, if any (lb2, global, steal: any VP may take the work). */
+static void kick_one(struct ursa__vp *vp) {
+  unsigned i, n = ursa__g.nvps;
+  for (i = 1; i < n; i++) {
+    struct ursa__vp *v = ursa__g.vps[(vp->index + i) % n];
+    if (__atomic_load_n(&v->x->sleeping, __ATOMIC_RELAXED) != 0) { ursa__vp_kick(v); return; }
+  }
+}
+
+bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen) {
+  struct ursa__smp *x = vp->x;
+  switch (ursa__g.policy) {
+  case URSA__POL_ROTATOR:
+    if (pqlen < ursa__g.pq_cap || !ursa__wq_push(&x->wq, t)) return false;
+    ursa__vp_kick(x->fwd);
+    return true;
+  case URSA__POL_LB2:
+    if (pqlen < ursa__g.pq_cap || !ursa__wq_push(&x->wq, t)) return false;
+    kick_one(vp);
+    return true;
+  case URSA__POL_STEAL:
+    if (pqlen < ursa__g.pq_cap || !ursa__deque_push(&x->dq, t)) return false;
+    kick_one(vp);
+    return true;
+  default:                                              /* global */
+    t->qnext = NULL;
+    ursa__spin_lock(&gq.lock);
+    if (gq.tail) gq.tail->qnext = t; else gq.head = t;
+    gq.tail = t;
+    __atomic_store_n(&gq.n, gq.n + 1, __ATOMIC_RELAXED);
+    ursa__spin_unlock(&gq.lock);
+    kick_one(vp);
+    return true;
+  }
+}
+
+/* Rotator: the ring step at every switch. */
+static void rotate(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  struct ursa__wq *in = &x->bwd->x->wq;
+  struct ursa__thread *t;
+  bool passed = false;
+  if (!ursa__wq_empty(in)) {
+    while ((t = ursa__wq_pop(in)) != NULL) {
+      if (ursa__pq_len(vp) < ursa__g.pq_cap || !ursa__wq_push(&x->wq, t)) ursa__pq_push(vp, t);
+      else passed = true;
+    }
+  }
+  /* Over capacity (threads created or woken here): pass the newest unpinned ones on. */
+  while (ursa__pq_len(vp) > ursa__g.pq_cap && vp->runq.tail != vp->runq.head) {
+    struct ursa__runq *q = &vp->runq;
+    t = q->buf[(q->tail - 1) & q->mask];
+    if (t->pinned || t->region || !ursa__wq_push(&x->wq, t)) break;
+    q->tail--;
+    passed = true;
+  }
+  if (passed) ursa__vp_kick(x->fwd);
+}
+
+void ursa__pol_switch(struct ursa__vp *vp) {
+  if (ursa__g.policy == URSA__POL_ROTATOR) rotate(vp);
+}
+
+/* LB2: take up to pq_cap threads from v's Waiver Queue under its consumer lock. */
+static struct ursa__thread *lb2_take(struct ursa__vp *vp, struct ursa__vp *v) {
+  struct ursa__thread *first = NULL, *t;
+  uint32_t n = 0;
+  if (ursa__wq_empty(&v->x->wq)) return NULL;
+  ursa__spin_lock(&v->x->wq_lock);
+  while (n < ursa__g.pq_cap && (t = ursa__wq_pop(&v->x->wq)) != NULL) {
+    if (first == NULL) first = t; else ursa__pq_push(vp, t);
+    n++;
+  }
+  ursa__spin_unlock(&v->x->wq_lock);
+  return first;
+}
+
+static uint32_t rnd(struct ursa__smp *x) {            /* xorshift64 */
+  x->rng ^= x->rng << 13;
+  x->rng ^= x->rng >> 7;
+  x->rng ^= x->rng << 17;
+  return (uint32_t)(x->rng >> 32);
+}
+
+struct ursa__thread *ursa__pol_fetch(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  struct ursa__thread *t = NULL;
+  unsigned i, n = ursa__g.nvps;
+  switch (ursa__g.policy) {
+  case URSA__POL_LB2:
+    for (i = 0; i < n && t == NULL; i++) t = lb2_take(vp, ursa__g.vps[(vp->index + i) % n]);
+    return t;
+  case URSA__POL_GLOBAL:
+    if (__atomic_load_n(&gq.n, __ATOMIC_RELAXED) == 0) return NULL;
+    ursa__spin_lock(&gq.lock);
+    if ((t = gq.head) != NULL) {
+      gq.head = t->qnext;
+      if (gq.head == NULL) gq.tail = NULL;
+      __atomic_store_n(&gq.n, gq.n - 1, __ATOMIC_RELAXED);
+    }
+    ursa__spin_unlock(&gq.lock);
+    return t;
+  case URSA__POL_STEAL:
+    if ((t = ursa__deque_steal(&x->dq)) != NULL) return t;        /* own deque, FIFO end */
+    if (n > 1) {
+      unsigned start = rnd(x) % (n - 1);
+      for (i = 0; i < n - 1 && t == NULL; i++) {
+        struct ursa__vp *v = ursa__g.vps[(vp->index + 1 + (start + i) % (n - 1)) % n];
+        t = ursa__deque_steal(&v->x->dq);
+      }
+    }
+    return t;
+  default:                                              /* rotator: all arrives via rotate() */
+    return NULL;
+  }
+}
+
+bool ursa__pol_has_work(struct ursa__vp *vp) {
+  unsigned i;
+  switch (ursa__g.policy) {
+  case URSA__POL_ROTATOR:
+    return !ursa__wq_empty(&vp->x->bwd->x->wq);
+  case URSA__POL_LB2:
+    for (i = 0; i < ursa__g.nvps; i++)
+      if (!ursa__wq_empty(&ursa__g.vps[i]->x->wq)) return true;
+    return false;
+  case URSA__POL_GLOBAL:
+    return __atomic_load_n(&gq.n, __ATOMIC_RELAXED) != 0;
+  default:
+    for (i = 0; i < ursa__g.nvps; i++)
+      if (ursa__deque_len(&ursa__g.vps[i]->x->dq) != 0) return true;
+    return false;
+  }
+}

@@ -1,0 +1,74 @@
+/*
+ * sched_smp.h - the per-VP state of the SMP scheduler (several virtual processors), shared by
+ * src/core (which calls in only when vp->smp is set) and the files of src/sched.  See vp.c for the protocol.
+ */
+#ifndef URSA_SCHED_SMP_H
+#define URSA_SCHED_SMP_H
+
+#include "../core/internal.h"
+#include "waiverq.h"
+#include "deque.h"
+
+#include <pthread.h>
+
+/* The run-queue policies of issue #3, chosen by URSA_SCHED / ursa_config_t.sched. */
+enum ursa__policy {
+  URSA__POL_ROTATOR = 0,   /* Lesser Bear LB3: Protect Queue + SPSC Waiver Queue ring (default)  */
+  URSA__POL_LB2,           /* LB2: Protect Queue + Waiver Queue any VP dequeues under a lock     */
+  URSA__POL_GLOBAL,        /* one global queue under a lock                                      */
+  URSA__POL_STEAL          /* Protect Queue + Chase-Lev deque, random stealing                   */
+};
+
+struct ursa__smp {
+  /* the owner's side (written by the owner only) */
+  struct ursa__thread *idle;          /* the VP's idle context (not a user thread)              */
+  struct ursa__thread *pending;       /* picked but still being saved by another VP: idle waits */
+  struct ursa__thread *xhead, *xtail; /* the Protect Queue's overflow list (FIFO, via qnext)    */
+  uint32_t             xlen;
+  struct ursa__vp     *fwd, *bwd;     /* the rotator ring: forward(i), backward(i)              */
+  uint64_t             rng;           /* xorshift state for victim choice                       */
+  uint64_t             id_next, id_end;   /* a block of thread ids                              */
+  uint32_t             slot_free;     /* a cache of free handle slots (index+1 list), owner only */
+  uint32_t             slot_nfree;
+  pthread_t            kt;            /* the kernel thread (VP 1..N-1)                          */
+  void                *altstack;      /* its alternate signal stack                             */
+  uint64_t             idle_ns;       /* time asleep in the kernel                              */
+  uint64_t             migrations_in; /* threads that arrived from another VP                  */
+
+  /* the Waiver Queue: pushed by the owner, popped by forward(i) (rotator) or by any VP under
+   * wq_lock (lb2); and the work-stealing deque (steal) */
+  struct ursa__wq      wq;
+  ursa__spin_t         wq_lock;       /* lb2 only: serializes the consumers of wq               */
+  struct ursa__deque   dq;
+
+  /* the inbox: threads other VPs make ready here (pinned ones, placement); any VP pushes under
+   * inbox_lock, the owner takes the whole list.  inbox_n (atomic) lets the owner skip the lock. */
+  _Alignas(64) ursa__spin_t inbox_lock;
+  struct ursa__thread *inbox_head, *inbox_tail;
+  uint32_t             inbox_n;       /* atomic: threads in the inbox                           */
+  uint32_t             moves;         /* atomic: region moves were requested from this VP       */
+
+  /* sleep and wake (see vp.c): sleeping is 0 awake, 1 asleep until a timer, 2 asleep for good */
+  _Alignas(64) uint32_t sleeping;     /* atomic                                                 */
+  uint32_t             wakeseq;       /* atomic, the futex word                                 */
+  uint32_t             load;          /* atomic, relaxed: ready threads here, for placement     */
+  uint32_t             stop;          /* atomic: ursa_fini asks the VP's kernel thread to end   */
+};
+
+/* ---- called by the core (src/core/sched.c, thread.c, runtime.c) ------------------------------ */
+URSA_HIDDEN int  ursa__smp_init(void);                      /* starts VPs 1..N-1               */
+URSA_HIDDEN void ursa__smp_fini(void);                      /* stops and joins them             */
+URSA_HIDDEN int  ursa__smp_reserve(uint64_t live);          /* grows every timer heap           */
+/* Makes the READY thread t runnable where it belongs: its home (pinned, region) or `where`. */
+URSA_HIDDEN void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where);
+/* Switches the running thread `cur` (already queued, blocked or finished) out of vp. */
+URSA_HIDDEN int  ursa__smp_switch_out(struct ursa__vp *vp, struct ursa__thread *cur);
+URSA_HIDDEN int  ursa__smp_yield(struct ursa__vp *vp);
+URSA_HIDDEN void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res);
+URSA_HIDDEN void ursa__smp_timers_fire(struct ursa__vp *vp, uint64_t now);
+URSA_HIDDEN struct ursa__vp *ursa__smp_place(struct ursa__vp *self, int want);
+URSA_HIDDEN uint64_t ursa__smp_next_id(struct ursa__vp *vp);
+/* Wakes VP v if it sleeps: call after making work visible to it. */
+URSA_HIDDEN void ursa__vp_kick(struct ursa__vp *v);
+
+#endif

@@ -1,0 +1,658 @@
+/*
+ * vp.c - several virtual processors (VPs): their kernel threads, idle contexts, sleep and wake,
+ * where a ready thread goes, and the switch paths of the core when vp->smp is set.
+ *
+ * Who runs where
+ *   VP 0 is the kernel thread that called ursa_init; VPs 1..N-1 are kernel threads started by
+ *   ursa_init.  Each VP runs one ursa thread at a time (vp->cur).  A READY thread sits in exactly
+ *   one run structure: the Protect Queue of a VP (owner only: vp->runq, and its overflow list
+ *   x->xhead when the ring is full), a VP's inbox (any VP pushes, under inbox_lock), or the shared
+ *   structure of the policy (policy.c: Waiver Queues, the global queue, deques).
+ *
+ *   A thread woken by another runs on the waker's VP (a hand-off stays on one core), unless it is
+ *   pinned (main, ursa_attr_setbound, ursa_vp_pin, or a member of a region): a pinned thread only
+ *   ever runs on its home VP (a region's home is region->vp), and is sent to that VP's inbox.
+ *
+ * The on-CPU byte (arch/context.h): a thread can be made READY by another VP while its own VP is
+ *   still switching away from it (it unlocked the object it waits on, then switches).  Every
+ *   switch clears the byte of the thread it saved, as its last store to it, and sets the byte of
+ *   the thread it resumes.  A VP that picks a thread whose byte is still set does not wait in the
+ *   middle of its own switch (two VPs could then wait for each other): it switches to its idle
+ *   context instead (saving its current thread), and the idle context waits for the byte (the
+ *   other VP is a few instructions from clearing it) and then runs the thread.
+ *
+ * Idle and sleep.  A VP with nothing to run switches to its idle context (VP 1..N-1: the kernel
+ * thread's own stack; VP 0: a small ursa stack), which fires timers, looks for work, polls for at
+ * most URSA__IDLE_SPIN_NS (20 us), and then sleeps in the kernel on a futex:
+ *
+ *     sleeper (VP i)                         waker (made work visible to VP i, e.g. an inbox push)
+ *     s = wakeseq_i                          [the push: a release store, or under a lock]
+ *     exchange(sleeping_i, 1 or 2) (seq_cst) if (fetch_add(sleeping_i, 0) (seq_cst) != 0 &&
+ *     if (work for i) undo, run it               exchange(sleeping_i, 0) != 0)
+ *     futex_wait(wakeseq_i, s, timeout)          wakeseq_i++, futex_wake(wakeseq_i)
+ *
+ *   No wake-up is lost: both sides do a read-modify-write of sleeping_i between their write and
+ *   their read of the other's variable; the later of the two in sleeping_i's modification order
+ *   reads the earlier and synchronizes with it.  So either the sleeper sees the work, or the
+ *   waker sees sleeping != 0; then it bumps wakeseq after the sleeper read s, and futex_wait
+ *   returns at once or is woken.
+ *   model/rotator.pml checks this protocol (and the Waiver Queue ring) with spin.
+ *
+ *   sleeping = 2 means "asleep with no timer armed".  ursa__g.sleepers counts such VPs; it is
+ *   changed only by the exchange that takes a VP out of state 2 (waker or sleeper, whichever wins)
+ *   and by the sleeper entering it.  When it reaches N every VP sleeps with nothing pending and no
+ *   timer, so no thread runs and no thread can ever be made ready: the program is deadlocked (or
+ *   every thread has finished after main called ursa_exit, and the process exits with 0).
+ *
+ * Timed waits across VPs.  A timed waiter is in the timer heap of the VP it blocked on (guarded by
+ * that VP's tlock) and in the object's wait queue (guarded by the object's lock).  Its waker and
+ * its timer race; the winner is the one that exchanges t->claim from 0 to 1 first:
+ *   - a waker (holding the object's lock, t just popped): exchange wins -> it cancels the timer
+ *     under tlock, then makes t READY; exchange loses -> it sets t->waitq = NULL (t is off the
+ *     queue now) and passes t over (ursa__q_take).
+ *   - the timer (holding tlock, t just removed from the heap): exchange wins -> after dropping
+ *     tlock it takes the object's lock, removes t from the queue if still there, and makes t READY
+ *     with -ETIMEDOUT; exchange loses -> nothing (the waker will make t READY).
+ *   The timer's exchange happens while it holds tlock and the winning waker takes tlock before it
+ *   makes t READY, so t cannot run and block again (resetting claim) before the timer is done
+ *   with it.
+ */
+#define _GNU_SOURCE
+#include "sched_smp.h"
+#include "policy.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define URSA__IDLE_SPIN_NS 20000u           /* an idle VP polls this long before it sleeps */
+#define URSA__ID_BLOCK     1024u            /* thread ids taken from the global counter at a time */
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
+static inline bool on_cpu(struct ursa__thread *t) { return ursa__oncpu(t); }
+
+void ursa__oncpu_wait(struct ursa__thread *t) {
+  unsigned spins = 0;
+  while (ursa__oncpu(t)) {                             /* its old VP is finishing the save */
+    if (++spins < 1024) cpu_relax(); else sched_yield();
+  }
+}
+
+/* ---- futex ------------------------------------------------------------------------------------ */
+
+static void futex_wait(uint32_t *w, uint32_t val, uint64_t deadline_ns) {
+  struct timespec ts, *tp = NULL;
+  if (deadline_ns) {
+    ts.tv_sec = (time_t)(deadline_ns / 1000000000u);
+    ts.tv_nsec = (long)(deadline_ns % 1000000000u);
+    tp = &ts;
+  }
+  /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline */
+  syscall(SYS_futex, w, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, val, tp, NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
+static void futex_wake(uint32_t *w) {
+  syscall(SYS_futex, w, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+}
+
+/* ---- sleep and wake (protocol above) ---------------------------------------------------------- */
+
+void ursa__vp_kick(struct ursa__vp *v) {
+  struct ursa__smp *x = v->x;
+  uint32_t old;
+  /* A read-modify-write, not a plain load after a fence: whichever of this and the sleeper's
+   * exchange comes later in sleeping's modification order sees the other (the Dekker pair of the
+   * protocol above, in a form ThreadSanitizer understands). */
+  if (__atomic_fetch_add(&x->sleeping, 0u, __ATOMIC_SEQ_CST) == 0) return;
+  old = __atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL);
+  if (old == 0) return;                                /* someone else woke it */
+  if (old == 2) __atomic_fetch_sub(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL);
+  __atomic_fetch_add(&x->wakeseq, 1u, __ATOMIC_RELEASE);
+  futex_wake(&x->wakeseq);
+}
+
+/* ---- the local Protect Queue: the ring, then its overflow list (owner only) ------------------- */
+
+static uint32_t pq_len(const struct ursa__vp *vp) {
+  return ursa__runq_len(vp) + vp->x->xlen;
+}
+
+void ursa__pq_push(struct ursa__vp *vp, struct ursa__thread *t) {
+  struct ursa__smp *x = vp->x;
+  struct ursa__runq *q = &vp->runq;
+  bool ring_full = q->tail - q->head > q->mask;
+  t->vp = vp;
+  if (x->xhead == NULL && !ring_full && !(q->next != NULL && q->tail - q->head == q->mask)) {
+    t->in_extra = 0;
+    ursa__runq_push(vp, t);
+  } else {                                             /* FIFO: once the list is in use, append */
+    t->in_extra = 1;
+    t->qnext = NULL;
+    if (x->xtail) x->xtail->qnext = t; else x->xhead = t;
+    x->xtail = t;
+    x->xlen++;
+  }
+  __atomic_store_n(&x->load, pq_len(vp), __ATOMIC_RELAXED);
+}
+
+struct ursa__thread *ursa__pq_pop(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  struct ursa__thread *t = ursa__runq_pop(vp);
+  if (t == NULL && (t = x->xhead) != NULL) {
+    x->xhead = t->qnext;
+    if (x->xhead == NULL) x->xtail = NULL;
+    x->xlen--;
+  }
+  if (t) __atomic_store_n(&x->load, pq_len(vp), __ATOMIC_RELAXED);
+  return t;
+}
+
+uint32_t ursa__pq_len(const struct ursa__vp *vp) { return pq_len(vp); }
+
+/* ---- the inbox (any VP pushes, the owner drains) ---------------------------------------------- */
+
+static void inbox_push(struct ursa__vp *v, struct ursa__thread *t) {
+  struct ursa__smp *x = v->x;
+  t->qnext = NULL;
+  ursa__spin_lock(&x->inbox_lock);
+  if (x->inbox_tail) x->inbox_tail->qnext = t; else x->inbox_head = t;
+  x->inbox_tail = t;
+  __atomic_store_n(&x->inbox_n, x->inbox_n + 1, __ATOMIC_RELAXED);  /* the lock orders the list */
+  ursa__spin_unlock(&x->inbox_lock);
+  ursa__vp_kick(v);
+}
+
+static void inbox_drain(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  struct ursa__thread *t;
+  if (__atomic_load_n(&x->inbox_n, __ATOMIC_RELAXED) == 0) return;
+  ursa__spin_lock(&x->inbox_lock);
+  t = x->inbox_head;
+  x->inbox_head = x->inbox_tail = NULL;
+  __atomic_store_n(&x->inbox_n, 0u, __ATOMIC_RELAXED);
+  ursa__spin_unlock(&x->inbox_lock);
+  while (t) {
+    struct ursa__thread *n = t->qnext;
+    x->migrations_in++;
+    ursa__smp_ready(vp, t, vp);
+    t = n;
+  }
+}
+
+/* ---- where a READY thread goes ---------------------------------------------------------------- */
+
+/* The VP t must run on, or NULL when it may run anywhere. */
+static struct ursa__vp *home_of(const struct ursa__thread *t) {
+  if (t->region) return ursa__region_vp(t->region);
+  return t->pinned ? t->home : NULL;
+}
+
+void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
+  struct ursa__vp *home = home_of(t);
+  if (home) where = home;
+  if (where != self) {                                 /* another VP's queues are its own */
+    t->vp = where;
+    inbox_push(where, t);
+    return;
+  }
+  if (home == NULL && ursa__pol_offer(self, t, pq_len(self))) return;   /* shared structure */
+  ursa__pq_push(self, t);
+}
+
+/* ---- picking the next thread ------------------------------------------------------------------ */
+
+/* The next thread for vp, or NULL.  Runs at every switch: drains the inbox, lets the policy move
+ * threads (the rotator drains VP_backward's Waiver Queue here), applies region moves -- except
+ * the move of `stays`, the region of a thread that may go on running here (a yield that finds
+ * nothing else to run). */
+static struct ursa__thread *pick(struct ursa__vp *vp, const struct ursa__region *stays) {
+  struct ursa__thread *t;
+  inbox_drain(vp);
+  if (ursa_unlikely(__atomic_load_n(&vp->x->moves, __ATOMIC_RELAXED))) ursa__regions_apply(vp, stays);
+  ursa__pol_switch(vp);
+  for (;;) {
+    t = ursa__pq_pop(vp);
+    if (t == NULL) t = ursa__pol_fetch(vp);
+    if (t == NULL) return NULL;
+    {
+      struct ursa__vp *home = home_of(t);
+      if (ursa_likely(home == NULL || home == vp)) break;
+      t->vp = home;                                    /* its region moved away: forward it */
+      inbox_push(home, t);
+    }
+  }
+  t->vp = vp;
+  return t;
+}
+
+/* Switches from cur (already queued, blocked or finished) to next, or through the idle context
+ * when next is still being saved by another VP or there is no next. */
+static int switch_to(struct ursa__vp *vp, struct ursa__thread *cur, struct ursa__thread *next) {
+  if (next == NULL || on_cpu(next)) {
+    vp->x->pending = next;
+    next = vp->x->idle;
+  }
+  URSA__SWITCH_RETURN(vp, cur, next);
+}
+
+int ursa__smp_switch_out(struct ursa__vp *vp, struct ursa__thread *cur) {
+  return switch_to(vp, cur, pick(vp, NULL));
+}
+
+int ursa__smp_yield(struct ursa__vp *vp) {
+  struct ursa__thread *cur = vp->cur, *next;
+  vp->stats.yields++;
+  if (__atomic_load_n(&vp->ntimers, __ATOMIC_RELAXED)) ursa__smp_timers_fire(vp, ursa__now());
+  next = pick(vp, cur->region);
+  if (next == NULL) return 0;                          /* nothing else to run here: go on */
+  ursa__set_state(cur, URSA__READY);
+  cur->wake_result = 0;
+  ursa__smp_ready(vp, cur, vp);
+  return switch_to(vp, cur, next);
+}
+
+void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *result) {
+  struct ursa__thread *joiner;
+  uint8_t detached;
+  cur->result = result;
+  ursa__spin_lock(&cur->lock);                         /* against join and detach on other VPs */
+  ursa__set_state(cur, URSA__ZOMBIE);
+  joiner = cur->joiner;
+  detached = cur->detached;
+  ursa__spin_unlock(&cur->lock);
+  if (__atomic_sub_fetch(&ursa__g.live, 1, __ATOMIC_ACQ_REL) == 0) {
+    fflush(NULL);                                      /* main called ursa_exit and the last */
+    exit(0);                                           /* thread has finished                */
+  }
+  if (detached) {
+    ursa__reap(vp);
+    ursa__thread_release_handle(cur);                  /* the handle is stale at once */
+    if (!cur->is_main) vp->zombie = cur;               /* the stack: after the switch */
+  } else if (joiner) {
+    ursa__smp_wake(vp, joiner, 0);
+  }
+  switch_to(vp, cur, pick(vp, NULL));
+  URSA_PANIC("a finished thread was resumed");
+}
+
+/* ---- wake and the waker/timer claim ----------------------------------------------------------- */
+
+bool ursa__claim_for_waker(struct ursa__thread *t) {
+  if (__atomic_exchange_n(&t->claim, 1, __ATOMIC_ACQ_REL) == 0) return true;
+  t->waitq = NULL;                                     /* its timer owns it: tell it t is off q */
+  return false;
+}
+
+void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res) {
+  struct ursa__vp *tv = t->timer_vp;
+  if (tv) {                                            /* we won the claim: cancel the timer */
+    ursa__spin_lock(&tv->tlock);
+    if (t->heap_idx) ursa__timer_cancel(tv, t);
+    ursa__spin_unlock(&tv->tlock);
+    t->timer_vp = NULL;
+  }
+  t->wake_result = res;
+  ursa__set_state(t, URSA__READY);
+  ursa__smp_ready(self, t, self);
+}
+
+void ursa__smp_timers_fire(struct ursa__vp *vp, uint64_t now) {
+  for (;;) {
+    struct ursa__thread *t;
+    bool won;
+    ursa__spin_lock(&vp->tlock);
+    if (vp->ntimers == 0 || vp->timers[1]->deadline > now) {
+      ursa__spin_unlock(&vp->tlock);
+      return;
+    }
+    t = vp->timers[1];
+    ursa__timer_cancel(vp, t);
+    won = __atomic_exchange_n(&t->claim, 1, __ATOMIC_ACQ_REL) == 0;
+    ursa__spin_unlock(&vp->tlock);
+    if (!won) continue;                                /* a waker makes it READY */
+    if (t->wait_lock) ursa__spin_lock(t->wait_lock);
+    if (t->waitq) {                                    /* still queued: leave the object */
+      ursa__q_remove(t->waitq, t);
+      t->waitq = NULL;
+    }
+    if (t->wait_lock) ursa__spin_unlock(t->wait_lock);
+    vp->stats.timers++;
+    t->timer_vp = NULL;
+    t->wake_result = -ETIMEDOUT;
+    ursa__set_state(t, URSA__READY);
+    ursa__smp_ready(vp, t, vp);
+  }
+}
+
+/* ---- the idle context ------------------------------------------------------------------------- */
+
+static bool has_work(struct ursa__vp *vp) {
+  return __atomic_load_n(&vp->x->inbox_n, __ATOMIC_RELAXED) != 0 || pq_len(vp) != 0 ||
+         ursa__pol_has_work(vp);
+}
+
+static uint64_t next_deadline(struct ursa__vp *vp) {
+  uint64_t d = 0;
+  ursa__spin_lock(&vp->tlock);
+  if (vp->ntimers) d = vp->timers[1]->deadline;
+  ursa__spin_unlock(&vp->tlock);
+  return d;
+}
+
+static void run_from_idle(struct ursa__vp *vp, struct ursa__thread *t) {
+  struct ursa__thread *idle = vp->x->idle;
+  ursa__oncpu_wait(t);
+  ursa__switch_prepare(vp, idle, t);
+  ursa__ctx_switch(&idle->ctx, &t->ctx, t->wake_result);
+#if URSA_ASAN
+  __sanitizer_finish_switch_fiber(idle->asan_fake, NULL, NULL);
+#endif
+}
+
+/* Sleeps until kicked or until deadline (0: none).  Returns false when the VP must stop. */
+static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
+  struct ursa__smp *x = vp->x;
+  uint32_t s = __atomic_load_n(&x->wakeseq, __ATOMIC_ACQUIRE);
+  uint32_t mode = deadline ? 1u : 2u;
+  uint32_t old;
+  uint64_t t0;
+  if (mode == 2) __atomic_fetch_add(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL);
+  __atomic_exchange_n(&x->sleeping, mode, __ATOMIC_SEQ_CST);   /* pairs with ursa__vp_kick's RMW */
+  if (has_work(vp) || __atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) goto undo;
+  if (mode == 2 && __atomic_load_n(&ursa__g.sleepers, __ATOMIC_ACQUIRE) == (int)ursa__g.nvps) {
+    /* Every VP sleeps with no work and no timer: nothing can ever run again. */
+    if (__atomic_load_n(&ursa__g.live, __ATOMIC_ACQUIRE) == 0) { fflush(NULL); exit(0); }
+    ursa__deadlock_report(vp);
+  }
+  t0 = ursa__now();
+  futex_wait(&x->wakeseq, s, deadline);
+  x->idle_ns += ursa__now() - t0;
+  vp->stats.idle_waits++;
+undo:
+  old = __atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL);
+  if (old == 2) __atomic_fetch_sub(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL);
+}
+
+/* The idle loop of a VP: runs on the VP's idle context until ursa_fini stops the VP. */
+static void idle_loop(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  for (;;) {
+    struct ursa__thread *t;
+    uint64_t deadline, spin_end = 0;
+    ursa__reap(vp);
+    if ((t = x->pending) != NULL) {
+      x->pending = NULL;
+      run_from_idle(vp, t);
+      continue;
+    }
+    for (;;) {
+      if (__atomic_load_n(&vp->ntimers, __ATOMIC_RELAXED)) ursa__smp_timers_fire(vp, ursa__now());
+      if ((t = pick(vp, NULL)) != NULL) break;
+      if (__atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) return;
+      if (spin_end == 0) spin_end = ursa__now() + URSA__IDLE_SPIN_NS;
+      else if (ursa__now() >= spin_end) break;
+      for (int i = 0; i < 64; i++) cpu_relax();
+    }
+    if (t) { run_from_idle(vp, t); continue; }
+    deadline = next_deadline(vp);
+    idle_sleep(vp, deadline);
+  }
+}
+
+static void idle_entry(void *arg) {
+  struct ursa__vp *vp;
+  URSA_UNUSED(arg);
+#if URSA_ASAN
+  __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+  vp = ursa__tls_vp;
+  idle_loop(vp);
+  URSA_PANIC("VP 0's idle context stopped");
+}
+
+/* ---- ids -------------------------------------------------------------------------------------- */
+
+uint64_t ursa__smp_next_id(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  if (x->id_next == x->id_end) {
+    x->id_next = __atomic_fetch_add(&ursa__g.next_id, URSA__ID_BLOCK, __ATOMIC_RELAXED);
+    x->id_end = x->id_next + URSA__ID_BLOCK;
+  }
+  return x->id_next++;
+}
+
+/* ---- placement -------------------------------------------------------------------------------- */
+
+struct ursa__vp *ursa__smp_place(struct ursa__vp *self, int want) {
+  unsigned i, best = self->index;
+  uint32_t best_load;
+  if (want >= 0) return ursa__g.vps[want];
+  /* URSA_VP_ANY: the least loaded VP (SplitThreads' arbitrated creation); ties go to the caller */
+  best_load = __atomic_load_n(&self->x->load, __ATOMIC_RELAXED) + 1;   /* the caller runs here */
+  for (i = 0; i < ursa__g.nvps; i++) {
+    struct ursa__vp *v = ursa__g.vps[i];
+    uint32_t l = __atomic_load_n(&v->x->load, __ATOMIC_RELAXED) +
+                 __atomic_load_n(&v->x->inbox_n, __ATOMIC_RELAXED) +
+                 (__atomic_load_n(&v->x->sleeping, __ATOMIC_RELAXED) == 0);
+    if (l < best_load) { best_load = l; best = i; }
+  }
+  return ursa__g.vps[best];
+}
+
+/* ---- timer heaps: each holds every live thread ------------------------------------------------ */
+
+int ursa__smp_reserve(uint64_t live) {
+  unsigned i;
+  if (live + 2 <= __atomic_load_n(&ursa__g.timers_cap_all, __ATOMIC_ACQUIRE)) return 0;
+  for (i = 0; i < ursa__g.nvps; i++) {
+    struct ursa__vp *v = ursa__g.vps[i];
+    int err;
+    ursa__spin_lock(&v->tlock);
+    err = ursa__timers_reserve(v, live);
+    ursa__spin_unlock(&v->tlock);
+    if (err) return err;
+  }
+  {                                                   /* raise the common floor */
+    uint32_t cap = UINT32_MAX;
+    for (i = 0; i < ursa__g.nvps; i++)
+      if (ursa__g.vps[i]->timers_cap < cap) cap = ursa__g.vps[i]->timers_cap;
+    __atomic_store_n(&ursa__g.timers_cap_all, cap, __ATOMIC_RELEASE);
+  }
+  return 0;
+}
+
+/* ---- VP lifecycle ----------------------------------------------------------------------------- */
+
+static void pin_to_cpu(unsigned index) {
+  cpu_set_t allowed, one;
+  unsigned c, n = 0;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  for (c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, &allowed)) continue;
+    if (n++ == index % (unsigned)CPU_COUNT(&allowed)) {
+      CPU_ZERO(&one);
+      CPU_SET(c, &one);
+      if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0)
+        fprintf(stderr, "ursa: URSA_PIN: cannot pin VP %u to CPU %u\n", index, c);
+      return;
+    }
+  }
+}
+
+static void *vp_main(void *arg) {
+  struct ursa__vp *vp = arg;
+  struct ursa__smp *x = vp->x;
+  ursa__tls_vp = vp;
+  vp->errno_p = &errno;
+  vp->cur = x->idle;
+  ursa__altstack_setup(&x->altstack);
+  if (ursa__g.pin) pin_to_cpu(vp->index);
+#if URSA_TSAN
+  x->idle->tsan_fiber = __tsan_get_current_fiber();
+#endif
+  __atomic_store_n(ursa__ctx_oncpu(&x->idle->ctx), 1, __ATOMIC_RELAXED);
+  idle_loop(vp);
+  ursa__reap(vp);
+  ursa__altstack_teardown(x->altstack);
+  ursa__tls_vp = NULL;
+  return NULL;
+}
+
+static int smp_state_init(struct ursa__vp *vp) {
+  struct ursa__smp *x;
+  int err;
+  if (URSA__FAIL() || (x = calloc(1, sizeof *x)) == NULL) return -ENOMEM;
+  vp->x = x;
+  vp->smp = 1;
+  x->rng = 0x9e3779b97f4a7c15ull * (vp->index + 1);
+  if ((err = ursa__pol_vp_init(vp)) != 0) return err;
+  if (URSA__FAIL() || (x->idle = calloc(1, sizeof *x->idle)) == NULL) return -ENOMEM;
+  x->idle->vp = vp;
+  ursa__set_state(x->idle, URSA__RUNNING);
+  x->idle->is_main = 1;                                /* not on a pooled stack */
+  strcpy(x->idle->name, "idle");
+  return 0;
+}
+
+static void smp_state_free(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  if (x == NULL) return;
+  ursa__pol_vp_fini(vp);
+  free(x->idle);
+  free(x);
+  vp->x = NULL;
+  vp->smp = 0;
+}
+
+int ursa__smp_init(void) {
+  unsigned n = ursa__g.nvps, i;
+  struct ursa__vp *v0 = &ursa__g.vp0;
+  int err;
+  if (URSA__FAIL() || (ursa__g.vps = calloc(n, sizeof *ursa__g.vps)) == NULL) return -ENOMEM;
+  ursa__g.vps[0] = v0;
+  ursa__g.live = 1;                                    /* main */
+  ursa__g.sleepers = 0;
+  ursa__g.timers_cap_all = 0;
+  for (i = 1; i < n; i++) {
+    struct ursa__vp *v;
+    if (URSA__FAIL() || (v = aligned_alloc(64, (sizeof *v + 63) & ~(size_t)63)) == NULL) { err = -ENOMEM; goto fail; }
+    memset(v, 0, sizeof *v);
+    v->index = i;
+    ursa__g.vps[i] = v;
+    if ((err = ursa__sched_reserve(v, 64)) != 0) goto fail;
+  }
+  for (i = 0; i < n; i++)
+    if ((err = smp_state_init(ursa__g.vps[i])) != 0) goto fail;
+  if ((err = ursa__pol_init()) != 0) goto fail;
+  for (i = 0; i < n; i++) {
+    ursa__g.vps[i]->x->fwd = ursa__g.vps[(i + 1) % n];
+    ursa__g.vps[i]->x->bwd = ursa__g.vps[(i + n - 1) % n];
+  }
+  /* VP 0's idle context needs a stack of its own: the kernel thread's stack is main's. */
+  {
+    struct ursa__thread *st = ursa__stack_get_slow(v0, 65536, &err), *idle = v0->x->idle;
+    char *lo;
+    size_t size;
+    if (st == NULL) goto fail;
+    free(idle);
+    lo = st->stack_lo;
+    size = st->stack_size;
+    idle = st;
+    memset(idle, 0, sizeof *idle);
+    idle->stack_lo = lo;
+    idle->stack_size = size;
+    v0->x->idle = idle;
+    idle->vp = v0;
+    idle->is_main = 0;
+    strcpy(idle->name, "idle");
+    ursa__ctx_make(&idle->ctx, idle, idle_entry);
+#if URSA_TSAN
+    idle->tsan_fiber = __tsan_create_fiber(0);
+#endif
+  }
+  if ((err = ursa__smp_reserve(64)) != 0) goto fail;
+  if (ursa__g.pin) pin_to_cpu(0);
+  /* main is pinned to VP 0: it stays on the process's first kernel thread (exit, signals) */
+  v0->main_thread->pinned = 1;
+  v0->main_thread->home = v0;
+  for (i = 1; i < n; i++) {
+    struct ursa__vp *v = ursa__g.vps[i];
+    pthread_attr_t pa;
+    pthread_attr_init(&pa);
+    pthread_attr_setstacksize(&pa, 256 * 1024);
+    if (URSA__FAIL() || pthread_create(&v->x->kt, &pa, vp_main, v) != 0) {
+      pthread_attr_destroy(&pa);
+      ursa__g.nvps = i;                               /* stop those started so far */
+      ursa__smp_fini();
+      ursa__g.nvps = n;
+      return -EAGAIN;
+    }
+    pthread_attr_destroy(&pa);
+  }
+  return 0;
+fail:
+  for (i = 0; i < n && ursa__g.vps; i++) {
+    struct ursa__vp *v = ursa__g.vps[i];
+    if (v == NULL) continue;
+    if (v->x && i == 0 && v->x->idle && v->x->idle->stack_lo) {   /* VP 0's idle is on a stack */
+      ursa__stack_put_slow(v, v->x->idle);
+      v->x->idle = NULL;
+    }
+    smp_state_free(v);
+    if (i) { free(v->timers); free(v->runq.buf); free(v); }
+  }
+  ursa__pol_fini();
+  free(ursa__g.vps);
+  ursa__g.vps = NULL;
+  return err;
+}
+
+void ursa__smp_fini(void) {
+  unsigned n = ursa__g.nvps, i;
+  struct ursa__vp *v0 = &ursa__g.vp0;
+  for (i = 1; i < n; i++) {
+    struct ursa__vp *v = ursa__g.vps[i];
+    __atomic_store_n(&v->x->stop, 1u, __ATOMIC_RELEASE);
+    ursa__vp_kick(v);
+  }
+  for (i = 1; i < n; i++) pthread_join(ursa__g.vps[i]->x->kt, NULL);
+  if (n == ursa__g.nvps) ursa__stats_keep();          /* (not when ursa_init failed half-way) */
+  for (i = 1; i < ursa__g.nvps; i++) {
+    struct ursa__vp *v = ursa__g.vps[i];
+    ursa__stack_pool_drain(v);
+    smp_state_free(v);
+    free(v->timers);
+    free(v->runq.buf);
+    free(v);
+  }
+  if (v0->x) {
+    struct ursa__thread *idle = v0->x->idle;
+    v0->x->idle = NULL;
+    if (idle) {
+#if URSA_TSAN
+      __tsan_destroy_fiber(idle->tsan_fiber);
+#endif
+      idle->is_main = 0;
+      ursa__stack_put_slow(v0, idle);
+    }
+    smp_state_free(v0);
+  }
+  ursa__pol_fini();
+  free(ursa__g.vps);
+  ursa__g.vps = NULL;
+}

@@ -1,0 +1,603 @@
+/* Several virtual processors: placement, hand-offs across VPs, no lost wake-up, regions, errno
+ * under migration, deadlock detection and exit with several VPs, each run policy. */
+#include "task.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MS 1000000ull
+
+static const int policies[4] = { URSA_SCHED_ROTATOR, URSA_SCHED_LB2, URSA_SCHED_GLOBAL, URSA_SCHED_STEAL };
+static const char *const policy_names[4] = { "rotator", "lb2", "global", "steal" };
+
+static int smp_init(unsigned vps, int sched, unsigned pq_cap) {
+  ursa_config_t c;
+  memset(&c, 0, sizeof c);
+  c.vps = vps;
+  c.sched = sched;
+  c.pq_cap = pq_cap;
+  return ursa_init(&c);
+}
+
+/* A loop the compiler cannot remove: about n iterations of arithmetic. */
+static uint64_t spin_work(uint64_t n) {
+  volatile uint64_t x = 1;
+  for (uint64_t i = 0; i < n; i++) x = x * 2862933555777941757ull + 3037000493ull;
+  return x;
+}
+
+/* ---- start, count, stop ----------------------------------------------------------------------- */
+
+TEST_IMPL(smp_init_fini_vps) {
+  int i;
+  for (i = 0; i < 4; i++) {
+    ASSERT_OK(smp_init(3, policies[i], 0));
+    ASSERT_EQ(ursa_vp_count(), 3);
+    ASSERT_EQ(ursa_vp_self(), 0);
+    ASSERT(strcmp(ursa_sched_policy(), policy_names[i]) == 0);
+    ASSERT_OK(ursa_fini());
+  }
+  return 0;
+}
+
+/* ---- every VP gets work, for every policy ----------------------------------------------------- */
+
+static _Atomic unsigned seen_mask;
+
+static void *busy_record(void *arg) {
+  int k;
+  (void)arg;
+  for (k = 0; k < 20; k++) {
+    spin_work(20000);
+    atomic_fetch_or(&seen_mask, 1u << ursa_vp_self());
+    ursa_yield();
+  }
+  return NULL;
+}
+
+TEST_IMPL(smp_work_spreads_every_policy) {
+  int p, i;
+  for (p = 0; p < 4; p++) {
+    ursa_thread_t t[16];
+    uint64_t deadline = test_now_ns() + 10000 * MS;
+    atomic_store(&seen_mask, 0);
+    ASSERT_OK(smp_init(2, policies[p], 2));
+    for (i = 0; i < 16; i++) ASSERT_OK(ursa_create(&t[i], NULL, busy_record, NULL));
+    for (i = 0; i < 16; i++) ASSERT_OK(ursa_join(t[i], NULL));
+    if (atomic_load(&seen_mask) != 3u) FAIL("policy %s: threads ran on VPs mask %#x, want 0x3",
+                                            policy_names[p], atomic_load(&seen_mask));
+    ASSERT_OK(ursa_fini());
+    ASSERT(test_now_ns() < deadline);
+  }
+  return 0;
+}
+
+/* ---- placement -------------------------------------------------------------------------------- */
+
+static void *report_vp(void *arg) {
+  (void)arg;
+  return (void *)(intptr_t)ursa_vp_self();
+}
+
+TEST_IMPL(smp_create_on_named_vp_bound) {
+  ursa_attr_t a;
+  ursa_thread_t t;
+  void *r;
+  int v;
+  ASSERT_OK(smp_init(3, 0, 0));
+  for (v = 0; v < 3; v++) {
+    ASSERT_OK(ursa_attr_init(&a));
+    ASSERT_OK(ursa_attr_setvp(&a, v));
+    ASSERT_OK(ursa_attr_setbound(&a, 1));
+    ASSERT_OK(ursa_create(&t, &a, report_vp, NULL));
+    ASSERT_OK(ursa_join(t, &r));
+    ASSERT_EQ((intptr_t)r, v);
+  }
+  ASSERT_OK(ursa_attr_setvp(&a, 3));
+  ASSERT_ERR(ursa_create(&t, &a, report_vp, NULL), -EINVAL);
+  ASSERT_ERR(ursa_attr_setvp(&a, -3), -EINVAL);
+  ASSERT_OK(ursa_attr_setvp(&a, URSA_VP_ANY));
+  ASSERT_OK(ursa_create(&t, &a, report_vp, NULL));
+  ASSERT_OK(ursa_join(t, &r));
+  ASSERT((intptr_t)r >= 0 && (intptr_t)r < 3);
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+/* URSA_VP_ANY places on the least loaded VP: with VP 0 busy (main and a queue of threads bound
+ * there), a wildcard creation goes elsewhere. */
+static void *sleeper(void *arg) { (void)arg; ursa_sleep_ns(50 * MS); return NULL; }
+
+TEST_IMPL(smp_create_any_least_loaded) {
+  ursa_attr_t a, b;
+  ursa_thread_t busy[8], t;
+  void *r;
+  int i;
+  ASSERT_OK(smp_init(2, 0, 0));
+  ASSERT_OK(ursa_attr_init(&b));
+  ASSERT_OK(ursa_attr_setvp(&b, 0));
+  ASSERT_OK(ursa_attr_setbound(&b, 1));
+  for (i = 0; i < 8; i++) ASSERT_OK(ursa_create(&busy[i], &b, sleeper, NULL));
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setvp(&a, URSA_VP_ANY));
+  ASSERT_OK(ursa_attr_setbound(&a, 1));
+  ASSERT_OK(ursa_create(&t, &a, report_vp, NULL));
+  ASSERT_OK(ursa_join(t, &r));
+  ASSERT_EQ((intptr_t)r, 1);
+  for (i = 0; i < 8; i++) ASSERT_OK(ursa_join(busy[i], NULL));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+/* ---- hand-offs across VPs: no lost wake-up, no busy waiting ----------------------------------- */
+
+static ursa_sem_t ping, pong;
+static long handoffs;
+
+static void *pinger(void *arg) {
+  long i;
+  (void)arg;
+  for (i = 0; i < handoffs; i++) {
+    ASSERT_OK(ursa_sem_post(&ping));
+    ASSERT_OK(ursa_sem_wait(&pong));
+  }
+  return NULL;
+}
+
+static void *ponger(void *arg) {
+  long i;
+  (void)arg;
+  for (i = 0; i < handoffs; i++) {
+    ASSERT_OK(ursa_sem_wait(&ping));
+    ASSERT_OK(ursa_sem_post(&pong));
+  }
+  return NULL;
+}
+
+TEST_IMPL(smp_cross_vp_handoff_no_lost_wakeup) {
+  ursa_attr_t a0, a1;
+  ursa_thread_t t0, t1;
+  int p;
+  handoffs = 200000 / TEST_TIME_FACTOR;
+  for (p = 0; p < 4; p++) {
+    ASSERT_OK(smp_init(2, policies[p], 0));
+    ASSERT_OK(ursa_sem_init(&ping, 0));
+    ASSERT_OK(ursa_sem_init(&pong, 0));
+    ASSERT_OK(ursa_attr_init(&a0));
+    ASSERT_OK(ursa_attr_init(&a1));
+    ASSERT_OK(ursa_attr_setvp(&a0, 0));
+    ASSERT_OK(ursa_attr_setvp(&a1, 1));
+    ASSERT_OK(ursa_attr_setbound(&a0, 1));
+    ASSERT_OK(ursa_attr_setbound(&a1, 1));           /* every hand-off crosses VPs */
+    ASSERT_OK(ursa_create(&t0, &a0, pinger, NULL));
+    ASSERT_OK(ursa_create(&t1, &a1, ponger, NULL));
+    ASSERT_OK(ursa_join(t0, NULL));
+    ASSERT_OK(ursa_join(t1, NULL));
+    ASSERT_OK(ursa_sem_destroy(&ping));
+    ASSERT_OK(ursa_sem_destroy(&pong));
+    ASSERT_OK(ursa_fini());
+  }
+  return 0;
+}
+
+/* ---- storms: semaphores, mutex + condition, M-structures, with invariants ---------------------- */
+
+#define STORM_THREADS 16
+static ursa_mutex_t storm_m;
+static ursa_cond_t storm_c;
+static ursa_sem_t storm_s;
+static ursa_mvar_t storm_mv;
+static long storm_iters, storm_counter, storm_tokens;
+static _Atomic long storm_taken_sum, storm_put_sum;
+
+static void *storm(void *arg) {
+  long id = (long)(intptr_t)arg, i;
+  for (i = 0; i < storm_iters; i++) {
+    void *v;
+    /* mutex: a plain counter must come out exact */
+    ASSERT_OK(ursa_mutex_lock(&storm_m));
+    storm_counter++;
+    if ((i & 7) == 0) ursa_yield();                 /* holding it across a switch */
+    ASSERT_OK(ursa_mutex_unlock(&storm_m));
+    /* semaphore: a pool of 3 units, never more than 3 holders */
+    ASSERT_OK(ursa_sem_wait(&storm_s));
+    ASSERT_OK(ursa_sem_post(&storm_s));
+    /* condition: tokens produced by even threads, consumed by odd ones */
+    ASSERT_OK(ursa_mutex_lock(&storm_m));
+    if (id & 1) {
+      while (storm_tokens == 0) ASSERT_OK(ursa_cond_wait(&storm_c, &storm_m));
+      storm_tokens--;
+    } else {
+      storm_tokens++;
+      ASSERT_OK(ursa_cond_signal(&storm_c));
+    }
+    ASSERT_OK(ursa_mutex_unlock(&storm_m));
+    /* M-structure: every value put is taken exactly once */
+    if (id & 1) {
+      ASSERT_OK(ursa_mvar_take(&storm_mv, &v));
+      atomic_fetch_add(&storm_taken_sum, (long)(intptr_t)v);
+    } else {
+      long val = id * 1000003 + i + 1;
+      ASSERT_OK(ursa_mvar_put(&storm_mv, (void *)(intptr_t)val));
+      atomic_fetch_add(&storm_put_sum, val);
+    }
+  }
+  return NULL;
+}
+
+TEST_IMPL(smp_storm_sync_objects) {
+  ursa_thread_t t[STORM_THREADS];
+  int p;
+  long i;
+  storm_iters = 4000 / TEST_TIME_FACTOR;
+  for (p = 0; p < 4; p++) {
+    ASSERT_OK(smp_init(2, policies[p], 2));
+    ASSERT_OK(ursa_mutex_init(&storm_m, URSA_MUTEX_NORMAL));
+    ASSERT_OK(ursa_cond_init(&storm_c));
+    ASSERT_OK(ursa_sem_init(&storm_s, 3));
+    ASSERT_OK(ursa_mvar_init(&storm_mv));
+    storm_counter = storm_tokens = 0;
+    atomic_store(&storm_taken_sum, 0);
+    atomic_store(&storm_put_sum, 0);
+    for (i = 0; i < STORM_THREADS; i++) ASSERT_OK(ursa_create(&t[i], NULL, storm, (void *)(intptr_t)i));
+    for (i = 0; i < STORM_THREADS; i++) ASSERT_OK(ursa_join(t[i], NULL));
+    ASSERT_EQ(storm_counter, STORM_THREADS * storm_iters);
+    ASSERT_EQ(storm_tokens, 0);
+    ASSERT_EQ(atomic_load(&storm_taken_sum), atomic_load(&storm_put_sum));
+    { int v; ASSERT_OK(ursa_sem_getvalue(&storm_s, &v)); ASSERT_EQ(v, 3); }
+    ASSERT_OK(ursa_mvar_destroy(&storm_mv));
+    ASSERT_OK(ursa_sem_destroy(&storm_s));
+    ASSERT_OK(ursa_cond_destroy(&storm_c));
+    ASSERT_OK(ursa_mutex_destroy(&storm_m));
+    ASSERT_OK(ursa_fini());
+  }
+  return 0;
+}
+
+/* ---- timed waits racing posts from another VP: no unit lost or duplicated ---------------------- */
+
+static ursa_sem_t tw_s;
+static _Atomic long tw_got, tw_timeouts;
+static long tw_posts;
+
+static void *tw_waiter(void *arg) {
+  (void)arg;
+  for (;;) {
+    struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 20000);   /* 20 us: races the posts */
+    int r = ursa_sem_timedwait(&tw_s, CLOCK_MONOTONIC, &ts);
+    if (r == 0) {
+      if (atomic_fetch_add(&tw_got, 1) + 1 == tw_posts) return NULL;
+    } else {
+      ASSERT_EQ(r, -ETIMEDOUT);
+      atomic_fetch_add(&tw_timeouts, 1);
+      if (atomic_load(&tw_got) >= tw_posts) return NULL;
+    }
+  }
+}
+
+static void *tw_poster(void *arg) {
+  long i;
+  (void)arg;
+  for (i = 0; i < tw_posts; i++) {
+    ASSERT_OK(ursa_sem_post(&tw_s));
+    if ((i & 3) == 0) spin_work(2000);
+  }
+  return NULL;
+}
+
+TEST_IMPL(smp_timed_waits_race_posts) {
+  ursa_attr_t a0, a1;
+  ursa_thread_t w, p;
+  int v;
+  tw_posts = 20000 / TEST_TIME_FACTOR;
+  ASSERT_OK(smp_init(2, 0, 0));
+  ASSERT_OK(ursa_sem_init(&tw_s, 0));
+  ASSERT_OK(ursa_attr_init(&a0));
+  ASSERT_OK(ursa_attr_init(&a1));
+  ASSERT_OK(ursa_attr_setvp(&a0, 0));
+  ASSERT_OK(ursa_attr_setvp(&a1, 1));
+  ASSERT_OK(ursa_attr_setbound(&a0, 1));
+  ASSERT_OK(ursa_attr_setbound(&a1, 1));
+  ASSERT_OK(ursa_create(&w, &a0, tw_waiter, NULL));
+  ASSERT_OK(ursa_create(&p, &a1, tw_poster, NULL));
+  ASSERT_OK(ursa_join(p, NULL));
+  ASSERT_OK(ursa_join(w, NULL));
+  ASSERT_EQ(atomic_load(&tw_got), tw_posts);
+  ASSERT_OK(ursa_sem_getvalue(&tw_s, &v));
+  ASSERT_EQ(v, 0);                                    /* every post was taken exactly once */
+  printf("timed waits: %ld units, %ld timeouts\n", (long)atomic_load(&tw_got), (long)atomic_load(&tw_timeouts));
+  ASSERT_OK(ursa_sem_destroy(&tw_s));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+/* ---- regions: exclusivity without locks, and moves -------------------------------------------- */
+
+#define REGIONS 2
+#define REGION_MEMBERS 4
+static ursa_region_t regions[REGIONS];
+static long region_counter[REGIONS];                 /* plain: only the region's members touch it */
+static _Atomic int region_active[REGIONS];
+static long region_iters;
+
+static void *region_member(void *arg) {
+  int r = (int)(intptr_t)arg;
+  long i;
+  for (i = 0; i < region_iters; i++) {
+    long c;
+    if (atomic_fetch_add(&region_active[r], 1) != 0) FAIL("two members of region %d ran at once", r);
+    c = region_counter[r];                          /* a read-modify-write across a busy gap */
+    spin_work(50);
+    region_counter[r] = c + 1;
+    atomic_fetch_sub(&region_active[r], 1);
+    if ((i & 3) == 0) ursa_yield();
+  }
+  return NULL;
+}
+
+TEST_IMPL(smp_region_exclusive) {
+  ursa_thread_t t[REGIONS * REGION_MEMBERS];
+  ursa_attr_t a;
+  int i, p;
+  region_iters = 20000 / TEST_TIME_FACTOR;
+  for (p = 0; p < 4; p++) {
+    ASSERT_OK(smp_init(2, policies[p], 1));
+    for (i = 0; i < REGIONS; i++) {
+      ASSERT_OK(ursa_region_init(&regions[i], i));
+      region_counter[i] = 0;
+    }
+    ASSERT_OK(ursa_attr_init(&a));
+    for (i = 0; i < REGIONS * REGION_MEMBERS; i++) {
+      ASSERT_OK(ursa_attr_setregion(&a, &regions[i % REGIONS]));
+      ASSERT_OK(ursa_create(&t[i], &a, region_member, (void *)(intptr_t)(i % REGIONS)));
+    }
+    /* move the regions back and forth while they run: exclusivity must hold throughout */
+    for (i = 0; i < 20; i++) {
+      ASSERT_OK(ursa_region_move(&regions[i % REGIONS], (i / 2) % 2));
+      ursa_sleep_ns(MS / 2);
+    }
+    for (i = 0; i < REGIONS * REGION_MEMBERS; i++) ASSERT_OK(ursa_join(t[i], NULL));
+    for (i = 0; i < REGIONS; i++) {
+      ASSERT_EQ(region_counter[i], REGION_MEMBERS * region_iters);
+      ASSERT_OK(ursa_region_destroy(&regions[i]));
+    }
+    ASSERT_OK(ursa_fini());
+  }
+  return 0;
+}
+
+static ursa_sem_t region_go;
+
+static void *region_report(void *arg) {
+  (void)arg;
+  ASSERT_OK(ursa_sem_wait(&region_go));
+  return (void *)(intptr_t)ursa_vp_self();
+}
+
+TEST_IMPL(smp_region_move) {
+  ursa_region_t r;
+  ursa_attr_t a;
+  ursa_thread_t t;
+  void *res;
+  ASSERT_OK(smp_init(2, 0, 0));
+  ASSERT_OK(ursa_region_init(&r, 0));
+  ASSERT_EQ(ursa_region_vp(&r), 0);
+  ASSERT_OK(ursa_region_move(&r, 1));                 /* main is on VP 0, not a member: at once */
+  ASSERT_EQ(ursa_region_vp(&r), 1);
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setregion(&a, &r));
+  ASSERT_OK(ursa_sem_init(&region_go, 0));
+  ASSERT_OK(ursa_create(&t, &a, region_report, NULL));
+  ASSERT_ERR(ursa_region_destroy(&r), -EBUSY);
+  ASSERT_OK(ursa_sem_post(&region_go));
+  ASSERT_OK(ursa_join(t, &res));
+  ASSERT_EQ((intptr_t)res, 1);
+  ASSERT_ERR(ursa_region_move(&r, 2), -EINVAL);
+  ASSERT_ERR(ursa_region_init(&r, 5), -EINVAL);
+  ASSERT_OK(ursa_region_destroy(&r));
+  ASSERT_ERR(ursa_region_vp(&r), -EINVAL);
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+/* ---- errno and pinning under migration -------------------------------------------------------- */
+
+static _Atomic unsigned errno_vps;
+static long errno_yields;
+
+static void *errno_keeper(void *arg) {
+  int mine = (int)(intptr_t)arg, last = -1;
+  long i;
+  for (i = 0; i < errno_yields; i++) {
+    int v;
+    errno = mine + (int)(i & 1023);
+    ursa_yield();                                   /* may resume on another VP */
+    v = ursa_vp_self();
+    if (v != last) { atomic_fetch_or(&errno_vps, 1u << v); last = v; }
+    if (errno != mine + (int)(i & 1023)) FAIL("errno %d after a yield, want %d", errno, mine + (int)(i & 1023));
+  }
+  return NULL;
+}
+
+TEST_IMPL(smp_errno_survives_migration) {
+  ursa_thread_t t[4];
+  int i;
+  errno_yields = 1000000 / 4 / TEST_TIME_FACTOR;      /* 10^6 yields in all */
+  atomic_store(&errno_vps, 0);
+  ASSERT_OK(smp_init(2, 0, 1));                       /* Protect Queue of 1: threads travel */
+  for (i = 0; i < 4; i++) ASSERT_OK(ursa_create(&t[i], NULL, errno_keeper, (void *)(intptr_t)(1000 * (i + 1))));
+  for (i = 0; i < 4; i++) ASSERT_OK(ursa_join(t[i], NULL));
+  ASSERT_EQ(atomic_load(&errno_vps), 3);              /* they did migrate */
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+static void *pinned_section(void *arg) {
+  int v, k;
+  (void)arg;
+  ASSERT_OK(ursa_vp_pin());
+  ASSERT_OK(ursa_vp_pin());                           /* nested */
+  v = ursa_vp_self();
+  for (k = 0; k < 2000; k++) {
+    ursa_yield();
+    if (ursa_vp_self() != v) FAIL("a pinned thread moved from VP %d to %d", v, ursa_vp_self());
+  }
+  ASSERT_OK(ursa_vp_unpin());
+  ASSERT_OK(ursa_vp_unpin());
+  ASSERT_ERR(ursa_vp_unpin(), -EINVAL);
+  return NULL;
+}
+
+TEST_IMPL(smp_pin_section) {
+  ursa_thread_t t[6];
+  int i;
+  ASSERT_OK(smp_init(2, 0, 1));
+  for (i = 0; i < 6; i++) ASSERT_OK(ursa_create(&t[i], NULL, pinned_section, NULL));
+  for (i = 0; i < 6; i++) ASSERT_OK(ursa_join(t[i], NULL));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+/* ---- churn: create, join, detach across VPs ---------------------------------------------------- */
+
+static _Atomic long churn_done;
+
+static void *churn_leaf(void *arg) {
+  (void)arg;
+  if ((ursa_vp_self() & 1) == 0) ursa_yield();
+  atomic_fetch_add(&churn_done, 1);
+  return arg;
+}
+
+static void *churn_parent(void *arg) {
+  long i, n = (long)(intptr_t)arg;
+  ursa_attr_t det;
+  ASSERT_OK(ursa_attr_init(&det));
+  ASSERT_OK(ursa_attr_setdetached(&det, 1));
+  ASSERT_OK(ursa_attr_setvp(&det, URSA_VP_ANY));
+  for (i = 0; i < n; i++) {
+    ursa_thread_t t;
+    void *r;
+    ASSERT_OK(ursa_create(&t, NULL, churn_leaf, (void *)(intptr_t)i));
+    ASSERT_OK(ursa_create(NULL, &det, churn_leaf, NULL));
+    ASSERT_OK(ursa_join(t, &r));
+    ASSERT_EQ((intptr_t)r, i);
+  }
+  return NULL;
+}
+
+TEST_IMPL(smp_create_join_detach_churn) {
+  ursa_thread_t t[4];
+  long n = 20000 / TEST_TIME_FACTOR;
+  int i, p, r;
+  for (p = 0; p < 4; p++) {
+    atomic_store(&churn_done, 0);
+    ASSERT_OK(smp_init(2, policies[p], 2));
+    for (i = 0; i < 4; i++) ASSERT_OK(ursa_create(&t[i], NULL, churn_parent, (void *)(intptr_t)n));
+    for (i = 0; i < 4; i++) ASSERT_OK(ursa_join(t[i], NULL));
+    while (atomic_load(&churn_done) < 8 * n) ursa_sleep_ns(MS);   /* the detached ones */
+    while ((r = ursa_fini()) == -EBUSY) ursa_sleep_ns(MS);        /* ... have returned */
+    ASSERT_OK(r);
+  }
+  return 0;
+}
+
+/* ---- deadlock and exit with several VPs ------------------------------------------------------- */
+
+static ursa_mutex_t dl_a, dl_b;
+
+static void *dl_ab(void *arg) {
+  (void)arg;
+  ursa_mutex_lock(&dl_a);
+  ursa_sleep_ns(20 * MS);
+  ursa_mutex_lock(&dl_b);
+  return NULL;
+}
+
+static void *dl_ba(void *arg) {
+  (void)arg;
+  ursa_mutex_lock(&dl_b);
+  ursa_sleep_ns(20 * MS);
+  ursa_mutex_lock(&dl_a);
+  return NULL;
+}
+
+static void deadlock_child(void) {
+  ursa_attr_t a;
+  ursa_thread_t t1, t2;
+  if (smp_init(2, 0, 0) != 0) _exit(90);
+  ursa_mutex_init(&dl_a, URSA_MUTEX_NORMAL);
+  ursa_mutex_init(&dl_b, URSA_MUTEX_NORMAL);
+  ursa_attr_init(&a);
+  ursa_attr_setname(&a, "ab");
+  ursa_attr_setvp(&a, 0);
+  ursa_create(&t1, &a, dl_ab, NULL);
+  ursa_attr_setname(&a, "ba");
+  ursa_attr_setvp(&a, 1);
+  ursa_create(&t2, &a, dl_ba, NULL);
+  ursa_join(t1, NULL);
+  _exit(91);
+}
+
+TEST_IMPL(smp_deadlock_detected) {
+  int status;
+  char out[8192];
+  uint64_t t0 = test_now_ns();
+  run_child(deadlock_child, &status, out, sizeof out);
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 3);
+  ASSERT_STR_CONTAINS(out, "ursa: deadlock");
+  ASSERT_STR_CONTAINS(out, "wait-for cycle");
+  ASSERT_STR_CONTAINS(out, "(ab)");
+  ASSERT_STR_CONTAINS(out, "(ba)");
+  ASSERT(test_now_ns() - t0 < 1000 * MS * TEST_TIME_FACTOR);
+  return 0;
+}
+
+static void *exit_late(void *arg) {
+  (void)arg;
+  ursa_sleep_ns(20 * MS);
+  printf("late thread done\n");
+  return NULL;
+}
+
+static void exit_child(void) {
+  ursa_attr_t a;
+  if (smp_init(2, 0, 0) != 0) _exit(90);
+  ursa_attr_init(&a);
+  ursa_attr_setdetached(&a, 1);
+  ursa_attr_setvp(&a, 1);
+  ursa_create(NULL, &a, exit_late, NULL);
+  ursa_exit(NULL);
+}
+
+TEST_IMPL(smp_main_exits_process_ends_after_last) {
+  int status;
+  char out[1024];
+  run_child(exit_child, &status, out, sizeof out);
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_STR_CONTAINS(out, "late thread done");
+  return 0;
+}
+
+/* ---- idle VPs sleep: CPU time of an idle process stays small ----------------------------------- */
+
+TEST_IMPL(smp_idle_vps_sleep) {
+  struct timespec c0, c1;
+  double cpu;
+  ASSERT_OK(smp_init(3, 0, 0));
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  ursa_sleep_ns(200 * MS);                            /* every VP idle for 0.2 s */
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+  printf("CPU time while idle for 0.2 s on 3 VPs: %.4f s\n", cpu);
+  ASSERT(cpu < 0.02 * TEST_TIME_FACTOR);
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
