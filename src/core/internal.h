@@ -213,6 +213,11 @@ struct ursa__vp {
 /* The VP of the calling kernel thread, NULL outside ursa.  Initial-exec TLS: one %fs load. */
 extern __thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-exec"))) URSA_HIDDEN;
 
+/* The same, for code that has switched since it last read it: a call that may switch may resume
+ * on another VP (another kernel thread), and compilers keep a TLS variable's address across calls
+ * within a function (Clang does at -O2).  Not inlined, so the address is computed afresh. */
+URSA_HIDDEN struct ursa__vp *ursa__vp_current(void) __attribute__((noinline));
+
 /* The handle table: slot i holds thread t while t is live or unjoined; the slot's generation is
  * bumped when t is released, so an old handle no longer matches.  The table is one reserved
  * virtual range, made accessible URSA__SLOT_GROW slots at a time, that stays mapped until

@@ -48,6 +48,11 @@
 
 __thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-exec")));
 
+struct ursa__vp *ursa__vp_current(void) {
+  __asm__ volatile("" ::: "memory");          /* not a pure function: never merged across calls */
+  return ursa__tls_vp;
+}
+
 /* ---- spin locks ------------------------------------------------------------------------------ */
 
 void ursa__spin_lock_slow(ursa__spin_t *l) {
@@ -217,7 +222,10 @@ void ursa__thread_entry(void *arg) {
   __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
 #endif
   self = ursa__tls_vp->cur;
-  ursa__thread_finish(ursa__tls_vp, self->fn(self->arg));
+  {
+    void *result = self->fn(self->arg);        /* may have moved to another VP */
+    ursa__thread_finish(ursa__vp_current(), result);
+  }
 }
 
 /* The next thread to run: the head of the run queue after firing expired timers, waiting in the
@@ -286,7 +294,7 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
   struct ursa__thread *cur = vp->cur, *next;
   if (cur->keys) {
     ursa__keys_run_destructors(cur);
-    vp = ursa__tls_vp;                                        /* destructors may have switched */
+    vp = ursa__vp_current();                                  /* destructors may have switched */
   }
   if (cur->region) ursa__region_leave(cur->region);
   if (vp->smp) ursa__smp_finish(vp, cur, result);             /* never returns */

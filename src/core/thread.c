@@ -190,7 +190,7 @@ static inline int slot_alloc(struct ursa__vp *vp, uint32_t *out) {
 
 static void slot_free(uint32_t idx) {
   struct ursa__slot *s = slot_at(idx);
-  struct ursa__vp *vp = ursa__tls_vp;
+  struct ursa__vp *vp = ursa__g.nvps > 1 ? ursa__vp_current() : NULL;   /* (called after switches) */
   __atomic_store_n(&s->t, NULL, __ATOMIC_RELAXED);   /* (a racing lookup is a misuse: it may
                                                         see either value, never freed memory) */
   if (++s->gen == 0) s->gen = 1;                     /* generation 0 is never used */
@@ -390,7 +390,7 @@ int ursa_join(ursa_thread_t h, void **result) {
   if (ursa__get_state(t) != URSA__ZOMBIE) {
     t->joiner = cur;
     ursa__block(vp, URSA__W_JOIN, t, &t->lock, 0);
-    vp = ursa__tls_vp;
+    vp = ursa__vp_current();
   } else {
     ursa__ounlock(vp, &t->lock);
   }

@@ -86,7 +86,7 @@ int ursa_ivar_get(ursa_ivar_t *v, void **value) {
   if (!x->full) {
     ursa__q_push(&x->q, vp->cur);
     ursa__block(vp, URSA__W_IVAR, x, &x->lock, 0);
-    vp = ursa__tls_vp;
+    vp = ursa__vp_current();
     ursa__olock(vp, &x->lock);
   }
   *value = x->value;
