@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # scripts/run-tests.sh [config...] - builds ursa in each configuration and runs every test with
 # CTest (each test in its own process, under a timeout).  Configurations:
+#   model     Spin model check of the rotator's sleep/wake protocol (scripts/check-model.sh,
+#             model/README.md); one test.  Skipped, and not counted, when spin cannot be had.
 #   plain     gcc, asm context switch, -Werror
 #   debug     -O0 with ursa's internal invariant checks (URSA_ASSERT, -DURSA_DEBUG) on
 #   asan      AddressSanitizer + UndefinedBehaviorSanitizer
@@ -13,14 +15,23 @@
 #   clang-asan  ASan+UBSan with clang
 #   aarch64   cross-built for AArch64 and run under qemu-aarch64 (scripts/test-aarch64.sh; skipped
 #             with a message when the cross tools cannot be installed)
-# Default: all ten.  Exits non-zero if any build or test fails; the last line sums them up.
+# Default: all eleven, model first.  Exits non-zero if any build or test fails; the last line sums
+# them up.
 set -u
 cd "$(dirname "$0")/.."
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(plain debug asan ucontext tsan valgrind hard clang clang-asan aarch64)
+[ ${#configs[@]} -eq 0 ] && configs=(model plain debug asan ucontext tsan valgrind hard clang clang-asan aarch64)
 
 total_pass=0; total_fail=0; bad=()
 for c in "${configs[@]}"; do
+  if [ "$c" = model ]; then
+    echo "==== ursa tests: model configuration (spin, model/rotator.pml) ===="
+    bash scripts/check-model.sh 2>&1 | tee build-model.log
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" -ne 0 ]; then total_fail=$((total_fail + 1)); bad+=("model: scripts/check-model.sh failed")
+    elif ! grep -q "^model check skipped" build-model.log; then total_pass=$((total_pass + 1)); fi
+    continue
+  fi
   if [ "$c" = aarch64 ]; then
     echo "==== ursa tests: aarch64 configuration (build-aarch64, under qemu) ===="
     log=build-aarch64.ctest.log

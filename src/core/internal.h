@@ -217,6 +217,8 @@ extern __thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-
  * on another VP (another kernel thread), and compilers keep a TLS variable's address across calls
  * within a function (Clang does at -O2).  Not inlined, so the address is computed afresh. */
 URSA_HIDDEN struct ursa__vp *ursa__vp_current(void) __attribute__((noinline));
+/* With one VP there is one kernel thread, and the cached address is right: no call. */
+#define URSA__VP_AFTER_SWITCH() (ursa_likely(ursa__g.nvps <= 1) ? ursa__tls_vp : ursa__vp_current())
 
 /* The handle table: slot i holds thread t while t is live or unjoined; the slot's generation is
  * bumped when t is released, so an old handle no longer matches.  The table is one reserved
@@ -290,13 +292,16 @@ static inline struct ursa__thread *ursa__q_pop(struct ursa__waitq *q) {
  * removes it from q itself and wakes it with -ETIMEDOUT): such a waiter is passed over, so a post,
  * unlock or put goes to a thread that will see it.  Claim protocol: src/sched/vp.c. */
 URSA_HIDDEN bool ursa__claim_for_waker(struct ursa__thread *t);
-static inline struct ursa__thread *ursa__q_take(const struct ursa__vp *vp, struct ursa__waitq *q) {
+static inline struct ursa__thread *ursa__q_take_if(bool smp, struct ursa__waitq *q) {
   struct ursa__thread *t;
-  if (ursa_likely(!vp->smp)) return ursa__q_pop(q);   /* one VP: timers fire on this VP, in order */
+  if (ursa_likely(!smp)) return ursa__q_pop(q);      /* one VP: timers fire on this VP, in order */
   while ((t = ursa__q_pop(q)) != NULL) {
     if (ursa_likely(t->timer_vp == NULL) || ursa__claim_for_waker(t)) return t;
   }
   return NULL;
+}
+static inline struct ursa__thread *ursa__q_take(const struct ursa__vp *vp, struct ursa__waitq *q) {
+  return ursa__q_take_if(vp->smp, q);
 }
 
 static inline void ursa__q_remove(struct ursa__waitq *q, struct ursa__thread *t) {
@@ -421,9 +426,10 @@ URSA_HIDDEN void ursa__wake_timed(struct ursa__thread *t, int res);
  * result: 0, or -ETIMEDOUT when the deadline passed (the thread has then been removed from its
  * wait queue).  The common one-VP case (no deadline, no timers, a thread ready) is inline and ends
  * in the switch's tail call.  Executed only by the running thread of vp. */
-static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline) {
+static inline int ursa__block_if(bool smp, struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock,
+                                 uint64_t deadline) {
   struct ursa__thread *cur = vp->cur, *next;
-  if (ursa_unlikely(deadline != 0 || vp->smp || vp->ntimers != 0 || ursa__runq_empty(vp)))
+  if (ursa_unlikely(deadline != 0 || smp || vp->ntimers != 0 || ursa__runq_empty(vp)))
     return ursa__block_slow(vp, kind, obj, lock, deadline);
   next = ursa__runq_pop(vp);
   ursa__set_state(cur, URSA__BLOCKED);
@@ -431,6 +437,9 @@ static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, ursa__sp
   __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);                       /* (wake_result: every waker sets it) */
   vp->stats.blocks++;
   URSA__SWITCH_RETURN(vp, cur, next);
+}
+static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline) {
+  return ursa__block_if(vp->smp, vp, kind, obj, lock, deadline);
 }
 
 /* Starts loading the frame a switch to t will restore (its saved registers and the frame they
@@ -447,9 +456,9 @@ static inline void ursa__prefetch_frame(const struct ursa__thread *t) {
  * off every wait queue (taken by ursa__q_take).  Never switches.  One VP: t goes to the tail of
  * the run queue.  Several VPs: t runs on the waker's VP unless it is pinned (see vp.c). */
 URSA_HIDDEN void ursa__wake_smp(struct ursa__thread *t, int res);
-static inline void ursa__wake(struct ursa__thread *t, int res) {
+static inline void ursa__wake_if(bool smp, struct ursa__thread *t, int res) {
   URSA_ASSERT(t->state == URSA__BLOCKED);
-  if (ursa_unlikely(t->vp->smp)) {           /* several VPs: src/sched decides where t runs */
+  if (ursa_unlikely(smp)) {                  /* several VPs: src/sched decides where t runs */
     ursa__wake_smp(t, res);
     return;
   }
@@ -461,6 +470,7 @@ static inline void ursa__wake(struct ursa__thread *t, int res) {
   ursa__set_state(t, URSA__READY);                    /* wait_kind is read only while BLOCKED */
   ursa__runq_push(t->vp, t);
 }
+static inline void ursa__wake(struct ursa__thread *t, int res) { ursa__wake_if(t->vp->smp, t, res); }
 
 /* Waits until t's on-CPU byte is 0 (its last switch saved it): spins, yielding to the kernel
  * after a while.  Then t's stack and descriptor are free for the caller.  Several VPs only. */
@@ -605,12 +615,14 @@ static inline int ursa__obj_check(uint32_t *m, uint32_t magic, bool zeroable) {
 
 /* An object's lock: taken only when the runtime has several VPs (vp->smp, fixed by ursa_init), so
  * with one VP the core's paths stay free of atomics. */
-static inline void ursa__olock(const struct ursa__vp *vp, ursa__spin_t *l) {
-  if (ursa_unlikely(vp->smp)) ursa__spin_lock(l);
-}
-static inline void ursa__ounlock(const struct ursa__vp *vp, ursa__spin_t *l) {
-  if (ursa_unlikely(vp->smp)) ursa__spin_unlock(l);
-}
+static inline void ursa__lock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_lock(l); }
+static inline void ursa__unlock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_unlock(l); }
+static inline void ursa__olock(const struct ursa__vp *vp, ursa__spin_t *l) { ursa__lock_if(vp->smp, l); }
+static inline void ursa__ounlock(const struct ursa__vp *vp, ursa__spin_t *l) { ursa__unlock_if(vp->smp, l); }
+
+/* The hottest operations (semaphores, mutexes) are written once as an always-inline body taking
+ * `const bool smp` and instantiated twice, so the one-VP copy has no SMP test left in it. */
+#define URSA__ALWAYS_INLINE inline __attribute__((always_inline))
 _Static_assert(offsetof(struct ursa__thread, heap_idx) + sizeof(uint32_t) - sizeof(ursa__ctx_t) <= 56,
                "the hot fields of struct ursa__thread must fit one cache line with the context's end");
 #endif /* URSA_INTERNAL_H */

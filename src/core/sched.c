@@ -224,7 +224,7 @@ void ursa__thread_entry(void *arg) {
   self = ursa__tls_vp->cur;
   {
     void *result = self->fn(self->arg);        /* may have moved to another VP */
-    ursa__thread_finish(ursa__vp_current(), result);
+    ursa__thread_finish(URSA__VP_AFTER_SWITCH(), result);
   }
 }
 
@@ -294,7 +294,7 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
   struct ursa__thread *cur = vp->cur, *next;
   if (cur->keys) {
     ursa__keys_run_destructors(cur);
-    vp = ursa__vp_current();                                  /* destructors may have switched */
+    vp = URSA__VP_AFTER_SWITCH();                                  /* destructors may have switched */
   }
   if (cur->region) ursa__region_leave(cur->region);
   if (vp->smp) ursa__smp_finish(vp, cur, result);             /* never returns */

@@ -171,10 +171,10 @@ static int slot_refill(struct ursa__smp *x) {
   return x->slot_nfree ? 0 : (err ? err : -ENOMEM);
 }
 
-static inline int slot_alloc(struct ursa__vp *vp, uint32_t *out) {
+static inline int slot_alloc(struct ursa__vp *vp, uint32_t *out, const bool smp) {
   struct ursa__slots *S = &ursa__g.slots;
   int err;
-  if (ursa_unlikely(vp->smp)) {
+  if (smp) {
     struct ursa__smp *x = vp->x;
     if (x->slot_free == 0 && (err = slot_refill(x)) != 0) return err;
     *out = x->slot_free - 1;
@@ -188,28 +188,32 @@ static inline int slot_alloc(struct ursa__vp *vp, uint32_t *out) {
   return 0;
 }
 
+/* SMP: the slot goes to the calling VP's cache; a full cache gives a batch back. */
+static URSA_NOINLINE void slot_free_smp(struct ursa__slot *s, uint32_t idx) {
+  struct ursa__smp *x = ursa__vp_current()->x;         /* (called after switches) */
+  s->next_free = x->slot_free;
+  x->slot_free = idx + 1;
+  if (++x->slot_nfree > 2 * URSA__SLOT_BATCH) {
+    uint32_t n;
+    ursa__spin_lock(&ursa__g.slot_lock);
+    for (n = 0; n < URSA__SLOT_BATCH; n++) {
+      uint32_t i = x->slot_free - 1;
+      x->slot_free = slot_at(i)->next_free;
+      slot_at(i)->next_free = ursa__g.slots.free_head;
+      ursa__g.slots.free_head = i + 1;
+    }
+    x->slot_nfree -= URSA__SLOT_BATCH;
+    ursa__spin_unlock(&ursa__g.slot_lock);
+  }
+}
+
 static void slot_free(uint32_t idx) {
   struct ursa__slot *s = slot_at(idx);
-  struct ursa__vp *vp = ursa__g.nvps > 1 ? ursa__vp_current() : NULL;   /* (called after switches) */
   __atomic_store_n(&s->t, NULL, __ATOMIC_RELAXED);   /* (a racing lookup is a misuse: it may
                                                         see either value, never freed memory) */
   if (++s->gen == 0) s->gen = 1;                     /* generation 0 is never used */
-  if (vp != NULL && vp->smp) {
-    struct ursa__smp *x = vp->x;
-    s->next_free = x->slot_free;
-    x->slot_free = idx + 1;
-    if (++x->slot_nfree > 2 * URSA__SLOT_BATCH) {    /* give a batch back to the shared list */
-      uint32_t n;
-      ursa__spin_lock(&ursa__g.slot_lock);
-      for (n = 0; n < URSA__SLOT_BATCH; n++) {
-        uint32_t i = x->slot_free - 1;
-        x->slot_free = slot_at(i)->next_free;
-        slot_at(i)->next_free = ursa__g.slots.free_head;
-        ursa__g.slots.free_head = i + 1;
-      }
-      x->slot_nfree -= URSA__SLOT_BATCH;
-      ursa__spin_unlock(&ursa__g.slot_lock);
-    }
+  if (ursa_unlikely(ursa__g.nvps > 1)) {
+    slot_free_smp(s, idx);
     return;
   }
   s->next_free = ursa__g.slots.free_head;
@@ -242,7 +246,7 @@ int ursa__threads_init(void) {
   memset(&ursa__g.slots, 0, sizeof ursa__g.slots);
   m = URSA__FAIL() ? NULL : calloc(1, sizeof *m);
   if (m == NULL) return -ENOMEM;
-  if ((err = slot_alloc(vp, &idx)) != 0) { free(m); return err; }
+  if ((err = slot_alloc(vp, &idx, false)) != 0) { free(m); return err; }
   slot_at(idx)->t = m;
   m->handle = slot_handle(idx);
   m->vp = vp;
@@ -307,22 +311,14 @@ static URSA_NOINLINE int create_smp(struct ursa__vp *vp, struct ursa__thread *t,
   return 0;
 }
 
-int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *), void *arg) {
-  const struct ursa__attr *a = NULL;
+/* create, written once for both instantiations (const smp; see URSA__ALWAYS_INLINE). */
+static URSA__ALWAYS_INLINE int create_(struct ursa__vp *vp, ursa_thread_t *out, const struct ursa__attr *a,
+                                       void *(*fn)(void *), void *arg, const bool smp) {
   struct ursa__thread *t;
-  size_t size;
+  size_t size = a && a->stacksize ? a->stacksize : ursa__g.stack_size;
   uint32_t idx;
   int err;
-  URSA_VP_OR_RETURN(vp);
-  if (ursa_unlikely(fn == NULL)) return -EINVAL;
-  size = ursa__g.stack_size;
-  if (attr != NULL) {
-    if ((a = attr_get(attr)) == NULL) return -EINVAL;
-    if (a->stacksize) size = a->stacksize;
-  }
-  if (ursa_unlikely(out == NULL && !(a && a->detached))) return -EINVAL;
-  if (ursa_unlikely(a && a->vp >= (int)(ursa__g.nvps ? ursa__g.nvps : 1))) return -EINVAL;
-  if (ursa_unlikely(vp->smp)) {
+  if (smp) {
     int64_t live = __atomic_load_n(&ursa__g.live, __ATOMIC_RELAXED);
     if ((err = ursa__smp_reserve((uint64_t)live + 1)) != 0) return err;
   } else if (ursa_unlikely(vp->nthreads + 2 > vp->timers_cap) &&
@@ -330,7 +326,7 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
     return err;
   }
   if (ursa_unlikely(vp->zombie != NULL)) ursa__reap(vp);   /* its stack may serve this thread */
-  if ((err = slot_alloc(vp, &idx)) != 0) return err;
+  if ((err = slot_alloc(vp, &idx, smp)) != 0) return err;
   if ((t = ursa__stack_get(vp, size, &err)) == NULL) {
     slot_free(idx);
     return err;
@@ -344,17 +340,23 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   t->vp = vp;
   t->saved_errno = 0;
   ursa__set_state(t, URSA__READY);
-  t->detached = a ? (uint8_t)a->detached : 0;
   t->fn = fn;
   t->arg = arg;
   t->joiner = NULL;
-  t->id = ursa_likely(!vp->smp) ? ursa__g.next_id++ : ursa__smp_next_id(vp);
-  if (a && a->name[0]) memcpy(t->name, a->name, URSA_NAME_MAX);
-  else t->name[0] = '\0';
+  t->id = smp ? ursa__smp_next_id(vp) : ursa__g.next_id++;
   t->rdheld[0].lock = NULL;                          /* rdheld is packed: first NULL ends it */
   t->pin_depth = 0;
-  t->region = a ? a->region : NULL;
-  if (ursa_unlikely(t->region != NULL)) ursa__region_join(t->region);
+  if (ursa_likely(a == NULL)) {
+    t->detached = 0;
+    t->name[0] = '\0';
+    t->region = NULL;
+  } else {
+    t->detached = (uint8_t)a->detached;
+    if (a->name[0]) memcpy(t->name, a->name, URSA_NAME_MAX);
+    else t->name[0] = '\0';
+    t->region = a->region;
+    if (t->region != NULL) ursa__region_join(t->region);
+  }
 #if URSA_ASAN
   t->asan_fake = NULL;
 #endif
@@ -365,39 +367,63 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   vp->nthreads++;
   vp->stats.created++;
   if (out) *out = t->handle;
-  if (ursa_likely(!vp->smp)) {
+  if (!smp) {
     ursa__runq_push(vp, t);
     return 0;
   }
   return create_smp(vp, t, a);
 }
 
-int ursa_join(ursa_thread_t h, void **result) {
-  struct ursa__thread *t, *cur;
+static URSA_NOINLINE int create_smp_(struct ursa__vp *vp, ursa_thread_t *out, const struct ursa__attr *a,
+                                     void *(*fn)(void *), void *arg) {
+  return create_(vp, out, a, fn, arg, true);
+}
+
+int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *), void *arg) {
+  const struct ursa__attr *a = NULL;
   URSA_VP_OR_RETURN(vp);
-  t = ursa__thread_get(h);
-  if (ursa_unlikely(t == NULL)) return -ESRCH;
-  cur = vp->cur;
+  if (ursa_unlikely(fn == NULL)) return -EINVAL;
+  if (attr != NULL && ((a = attr_get(attr)) == NULL || a->vp >= (int)ursa__g.nvps)) return -EINVAL;
+  if (ursa_unlikely(out == NULL && !(a && a->detached))) return -EINVAL;
+  if (ursa_unlikely(vp->smp)) return create_smp_(vp, out, a, fn, arg);
+  return create_(vp, out, a, fn, arg, false);
+}
+
+static URSA__ALWAYS_INLINE int join_(struct ursa__vp *vp, struct ursa__thread *t, void **result, const bool smp) {
+  struct ursa__thread *cur = vp->cur;
   if (t == cur) return -EDEADLK;
-  ursa__olock(vp, &t->lock);
-  if (t->detached || t->joiner) { ursa__ounlock(vp, &t->lock); return -EINVAL; }
+  ursa__lock_if(smp, &t->lock);
+  if (t->detached || t->joiner) { ursa__unlock_if(smp, &t->lock); return -EINVAL; }
   if (ursa__get_state(t) == URSA__BLOCKED &&
       __atomic_load_n(&t->wait_kind, __ATOMIC_RELAXED) == URSA__W_JOIN &&
       __atomic_load_n(&t->wait_obj, __ATOMIC_RELAXED) == cur) {   /* t joins us: a cycle */
-    ursa__ounlock(vp, &t->lock);
+    ursa__unlock_if(smp, &t->lock);
     return -EDEADLK;
   }
   if (ursa__get_state(t) != URSA__ZOMBIE) {
     t->joiner = cur;
-    ursa__block(vp, URSA__W_JOIN, t, &t->lock, 0);
-    vp = ursa__vp_current();
+    ursa__block_if(smp, vp, URSA__W_JOIN, t, &t->lock, 0);
+    vp = smp ? ursa__vp_current() : ursa__tls_vp;
   } else {
-    ursa__ounlock(vp, &t->lock);
+    ursa__unlock_if(smp, &t->lock);
   }
-  if (vp->smp) ursa__oncpu_wait(t);                 /* its VP may still be switching away */
+  if (smp) ursa__oncpu_wait(t);                     /* its VP may still be switching away */
   if (result) *result = t->result;
   ursa__thread_release(vp, t);
   return 0;
+}
+
+static URSA_NOINLINE int join_smp(struct ursa__vp *vp, struct ursa__thread *t, void **result) {
+  return join_(vp, t, result, true);
+}
+
+int ursa_join(ursa_thread_t h, void **result) {
+  struct ursa__thread *t;
+  URSA_VP_OR_RETURN(vp);
+  t = ursa__thread_get(h);
+  if (ursa_unlikely(t == NULL)) return -ESRCH;
+  if (ursa_unlikely(vp->smp)) return join_smp(vp, t, result);
+  return join_(vp, t, result, false);
 }
 
 int ursa_detach(ursa_thread_t h) {

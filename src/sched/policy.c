@@ -114,11 +114,10 @@ static void rotate(struct ursa__vp *vp) {
   struct ursa__wq *in = &x->bwd->x->wq;
   struct ursa__thread *t;
   bool passed = false;
-  if (!ursa__wq_empty(in)) {
-    while ((t = ursa__wq_pop(in)) != NULL) {
-      if (ursa__pq_len(vp) < ursa__g.pq_cap || !ursa__wq_push(&x->wq, t)) ursa__pq_push(vp, t);
-      else passed = true;
-    }
+  uint32_t n = ursa__wq_len(in);          /* a snapshot: two VPs passing threads round the ring */
+  while (n-- > 0 && (t = ursa__wq_pop(in)) != NULL) {   /* must not chase each other forever */
+    if (ursa__pq_len(vp) < ursa__g.pq_cap || !ursa__wq_push(&x->wq, t)) ursa__pq_push(vp, t);
+    else passed = true;
   }
   /* Over capacity (threads created or woken here): pass the newest unpinned ones on. */
   while (ursa__pq_len(vp) > ursa__g.pq_cap && vp->runq.tail != vp->runq.head) {

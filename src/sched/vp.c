@@ -27,9 +27,13 @@
  *
  *     sleeper (VP i)                         waker (made work visible to VP i, e.g. an inbox push)
  *     s = wakeseq_i                          [the push: a release store, or under a lock]
- *     exchange(sleeping_i, 1 or 2) (seq_cst) if (fetch_add(sleeping_i, 0) (seq_cst) != 0 &&
- *     if (work for i) undo, run it               exchange(sleeping_i, 0) != 0)
- *     futex_wait(wakeseq_i, s, timeout)          wakeseq_i++, futex_wake(wakeseq_i)
+ *     exchange(sleeping_i, 2)      (seq_cst) if (fetch_add(sleeping_i, 0) (seq_cst) != 0 &&
+ *     if (work for i) withdraw, run it           (old = exchange(sleeping_i, 0)) != 0) {
+ *     no deadline: CAS(sleeping_i, 2 -> 3),     if (old == 3) sleepers--
+ *       then sleepers++                          wakeseq_i++, futex_wake(wakeseq_i) }
+ *     while (wakeseq_i == s) futex_wait(...)
+ *     (a sleeper whose exchange or CAS finds 0 was taken by a waker: it waits for the waker's
+ *      wakeseq_i++ before going on)
  *
  *   No wake-up is lost: both sides do a read-modify-write of sleeping_i between their write and
  *   their read of the other's variable; the later of the two in sleeping_i's modification order
@@ -38,11 +42,13 @@
  *   returns at once or is woken.
  *   model/rotator.pml checks this protocol (and the Waiver Queue ring) with spin.
  *
- *   sleeping = 2 means "asleep with no timer armed".  ursa__g.sleepers counts such VPs; it is
- *   changed only by the exchange that takes a VP out of state 2 (waker or sleeper, whichever wins)
- *   and by the sleeper entering it.  When it reaches N every VP sleeps with nothing pending and no
- *   timer, so no thread runs and no thread can ever be made ready: the program is deadlocked (or
- *   every thread has finished after main called ursa_exit, and the process exits with 0).
+ *   sleeping = 2 means "going to sleep" (published), 3 "asleep with no timer, counted".
+ *   ursa__g.sleepers counts the VPs in state 3; only the sleeper's commit (after its recheck found
+ *   nothing) increments it, only the waker that takes a VP out of 3 decrements it.  When it
+ *   reaches N every VP sleeps with nothing pending and no timer, so no thread runs and none can
+ *   ever be made ready: the program is deadlocked (or every thread has finished after main called
+ *   ursa_exit, and the process exits with 0).  Counting before the recheck gave false deadlock
+ *   reports; spin found it (model/README.md).
  *
  * Timed waits across VPs.  A timed waiter is in the timer heap of the VP it blocked on (guarded by
  * that VP's tlock) and in the object's wait queue (guarded by the object's lock).  Its waker and
@@ -121,7 +127,7 @@ void ursa__vp_kick(struct ursa__vp *v) {
   if (__atomic_fetch_add(&x->sleeping, 0u, __ATOMIC_SEQ_CST) == 0) return;
   old = __atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL);
   if (old == 0) return;                                /* someone else woke it */
-  if (old == 2) __atomic_fetch_sub(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL);
+  if (old == 3) __atomic_fetch_sub(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL);   /* it was counted */
   __atomic_fetch_add(&x->wakeseq, 1u, __ATOMIC_RELEASE);
   futex_wake(&x->wakeseq);
 }
@@ -364,28 +370,44 @@ static void run_from_idle(struct ursa__vp *vp, struct ursa__thread *t) {
 #endif
 }
 
-/* Sleeps until kicked or until deadline (0: none).  Returns false when the VP must stop. */
+/* A waker took this VP out of its sleep (its exchange saw sleeping != 0): wait for the waker's
+ * wakeseq increment, so that it cannot end a later sleep of this VP (model/README.md). */
+static void wait_taken(struct ursa__smp *x, uint32_t s) {
+  while (__atomic_load_n(&x->wakeseq, __ATOMIC_ACQUIRE) == s) futex_wait(&x->wakeseq, s, 0);
+}
+
+/* Sleeps until kicked, or until deadline (0: none).  The protocol verified by model/rotator.pml:
+ * publish sleeping = 2, recheck, then (no deadline) commit 2 -> 3 with a CAS and only then count
+ * the VP in ursa__g.sleepers; a waker that exchanges 3 -> 0 uncounts it. */
 static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
   struct ursa__smp *x = vp->x;
   uint32_t s = __atomic_load_n(&x->wakeseq, __ATOMIC_ACQUIRE);
-  uint32_t mode = deadline ? 1u : 2u;
-  uint32_t old;
   uint64_t t0;
-  if (mode == 2) __atomic_fetch_add(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL);
-  __atomic_exchange_n(&x->sleeping, mode, __ATOMIC_SEQ_CST);   /* pairs with ursa__vp_kick's RMW */
-  if (has_work(vp) || __atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) goto undo;
-  if (mode == 2 && __atomic_load_n(&ursa__g.sleepers, __ATOMIC_ACQUIRE) == (int)ursa__g.nvps) {
-    /* Every VP sleeps with no work and no timer: nothing can ever run again. */
-    if (__atomic_load_n(&ursa__g.live, __ATOMIC_ACQUIRE) == 0) { fflush(NULL); exit(0); }
-    ursa__deadlock_report(vp);
+  __atomic_exchange_n(&x->sleeping, 2u, __ATOMIC_SEQ_CST);    /* publish: pairs with ursa__vp_kick */
+  if (has_work(vp) || __atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) {
+    if (__atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL) == 0) wait_taken(x, s);
+    return;
   }
   t0 = ursa__now();
-  futex_wait(&x->wakeseq, s, deadline);
+  if (deadline == 0) {
+    uint32_t expect = 2;
+    if (!__atomic_compare_exchange_n(&x->sleeping, &expect, 3u, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      wait_taken(x, s);                                /* a waker was faster */
+      return;
+    }
+    if (__atomic_add_fetch(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL) == (int)ursa__g.nvps) {
+      /* Every VP sleeps, committed, with no work and no timer: nothing can ever run again. */
+      if (__atomic_load_n(&ursa__g.live, __ATOMIC_ACQUIRE) == 0) { fflush(NULL); exit(0); }
+      ursa__deadlock_report(vp);
+    }
+    wait_taken(x, s);                                  /* the waker set sleeping = 0, uncounted us */
+  } else {
+    while (__atomic_load_n(&x->wakeseq, __ATOMIC_ACQUIRE) == s && ursa__now() < deadline)
+      futex_wait(&x->wakeseq, s, deadline);
+    if (__atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL) == 0) wait_taken(x, s);
+  }
   x->idle_ns += ursa__now() - t0;
   vp->stats.idle_waits++;
-undo:
-  old = __atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL);
-  if (old == 2) __atomic_fetch_sub(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL);
 }
 
 /* The idle loop of a VP: runs on the VP's idle context until ursa_fini stops the VP. */

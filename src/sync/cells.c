@@ -86,7 +86,7 @@ int ursa_ivar_get(ursa_ivar_t *v, void **value) {
   if (!x->full) {
     ursa__q_push(&x->q, vp->cur);
     ursa__block(vp, URSA__W_IVAR, x, &x->lock, 0);
-    vp = ursa__vp_current();
+    vp = URSA__VP_AFTER_SWITCH();
     ursa__olock(vp, &x->lock);
   }
   *value = x->value;

@@ -184,7 +184,7 @@ static int cond_wait(ursa_cond_t *c, ursa_mutex_t *m, uint64_t deadline) {
   mutex_release(vp, mx);
   ursa__ounlock(vp, &mx->lock);
   r = ursa__block(vp, URSA__W_COND, x, &x->lock, deadline);
-  vp = ursa__vp_current();
+  vp = URSA__VP_AFTER_SWITCH();
   mutex_lock(mx, vp, false, 0);                        /* relock, also after a timeout */
   mx->count = count;
   return r;

@@ -41,7 +41,7 @@ int ursa_once(ursa_once_t *once, void (*fn)(void)) {
   o->runner = vp->cur;
   ursa__ounlock(vp, &o->lock);
   fn();
-  vp = ursa__vp_current();                        /* fn may have switched, and moved us */
+  vp = URSA__VP_AFTER_SWITCH();                        /* fn may have switched, and moved us */
   ursa__olock(vp, &o->lock);
   __atomic_store_n(&o->state, 2, __ATOMIC_RELEASE);
   o->runner = NULL;

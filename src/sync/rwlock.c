@@ -163,7 +163,7 @@ static int wrlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
   ursa__q_push(&x->wq, cur);
   r = ursa__block(vp, URSA__W_WRLOCK, x, &x->lock, deadline);
   if (r != 0) {
-    vp = ursa__vp_current();
+    vp = URSA__VP_AFTER_SWITCH();
     ursa__olock(vp, &x->lock);
     if (x->writer == NULL && ursa__q_empty(&x->wq))
       admit_readers(vp, x);                 /* we held readers back while we waited: admit them */

@@ -45,19 +45,29 @@ int ursa_sem_destroy(ursa_sem_t *s) {
   return 0;
 }
 
-static int sem_wait(ursa_sem_t *s, uint64_t deadline) {
-  SEM_OR_RETURN(x, s);
-  URSA_VP_OR_RETURN(vp);
+static URSA__ALWAYS_INLINE int sem_wait_(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline, const bool smp) {
   vp->stats.p_ops++;
-  ursa__olock(vp, &x->lock);
+  ursa__lock_if(smp, &x->lock);
   if (ursa_likely(x->value > 0)) {
     x->value--;
-    ursa__ounlock(vp, &x->lock);
+    ursa__unlock_if(smp, &x->lock);
     return 0;
   }
   vp->stats.p_blocking++;
   ursa__q_push(&x->q, vp->cur);
-  return ursa__block(vp, URSA__W_SEM, x, &x->lock, deadline);   /* 0: a post handed us its unit */
+  return ursa__block_if(smp, vp, URSA__W_SEM, x, &x->lock, deadline);   /* 0: a post handed us its unit */
+}
+
+/* The SMP copies are separate functions, so the one-VP paths need no stack frame. */
+static URSA_NOINLINE int sem_wait_smp(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline) {
+  return sem_wait_(vp, x, deadline, true);
+}
+
+static int sem_wait(ursa_sem_t *s, uint64_t deadline) {
+  SEM_OR_RETURN(x, s);
+  URSA_VP_OR_RETURN(vp);
+  if (ursa_unlikely(vp->smp)) return sem_wait_smp(vp, x, deadline);
+  return sem_wait_(vp, x, deadline, false);
 }
 
 int ursa_sem_wait(ursa_sem_t *s) { return sem_wait(s, 0); }
@@ -79,20 +89,27 @@ int ursa_sem_trywait(ursa_sem_t *s) {
   return 0;
 }
 
-int ursa_sem_post(ursa_sem_t *s) {
+static URSA__ALWAYS_INLINE int sem_post_(struct ursa__sem *x, const bool smp) {
   struct ursa__thread *t;
-  SEM_OR_RETURN(x, s);
-  URSA_VP_OR_RETURN(vp);
-  ursa__olock(vp, &x->lock);
-  if ((t = ursa__q_take(vp, &x->q)) != NULL) {
-    ursa__wake(t, 0);
-    ursa__ounlock(vp, &x->lock);
+  ursa__lock_if(smp, &x->lock);
+  if ((t = ursa__q_take_if(smp, &x->q)) != NULL) {
+    ursa__wake_if(smp, t, 0);
+    ursa__unlock_if(smp, &x->lock);
     return 0;
   }
-  if (x->value >= URSA_SEM_VALUE_MAX) { ursa__ounlock(vp, &x->lock); return -EOVERFLOW; }
+  if (x->value >= URSA_SEM_VALUE_MAX) { ursa__unlock_if(smp, &x->lock); return -EOVERFLOW; }
   x->value++;
-  ursa__ounlock(vp, &x->lock);
+  ursa__unlock_if(smp, &x->lock);
   return 0;
+}
+
+static URSA_NOINLINE int sem_post_smp(struct ursa__sem *x) { return sem_post_(x, true); }
+
+int ursa_sem_post(ursa_sem_t *s) {
+  SEM_OR_RETURN(x, s);
+  URSA_VP_OR_RETURN(vp);
+  if (ursa_unlikely(vp->smp)) return sem_post_smp(x);
+  return sem_post_(x, false);
 }
 
 int ursa_sem_getvalue(ursa_sem_t *s, int *value) {

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# scripts/check-model.sh - model-checks model/rotator.pml (the rotator's Waiver-Queue ring and its
+# VP sleep/wake protocol, see model/README.md) with Spin: the protocol must verify exhaustively
+# in every configuration below, with no cycle in its state graph, and each deliberately broken
+# variant must be caught with the assertion that names its bug (so the check cannot pass
+# vacuously).  One line per check; exits 0 only if all of that holds.  Works in a temporary
+# directory (pan's sources, binary and trails never touch the repository).  When Spin is missing
+# and cannot be installed, says "model check skipped: spin not installed" and exits 0.
+set -u
+cd "$(dirname "$0")/.."
+model=$PWD/model/rotator.pml
+
+if ! command -v spin >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then command -v sudo >/dev/null 2>&1 && sudo="sudo -n" || sudo=no; fi
+  if [ "$sudo" != no ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get install -y -qq --no-install-recommends spin >/dev/null 2>&1 \
+      || { $sudo apt-get update -qq >/dev/null 2>&1
+           $sudo apt-get install -y -qq --no-install-recommends spin >/dev/null 2>&1; }
+  fi
+fi
+if ! command -v spin >/dev/null 2>&1; then echo "model check skipped: spin not installed"; exit 0; fi
+if ! command -v gcc >/dev/null 2>&1; then echo "model check skipped: gcc not installed"; exit 0; fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ursa-model.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# run K LABEL SPIN-DEFINES MODE EXPECT: check number K, in $tmp/K; prints its line
+#   MODE   safety: pan -DSAFETY (assertions, invalid end states)
+#          cycles: pan -DNP -l (non-progress cycles; the model has no progress label, so any
+#                  cycle at all is one: every execution must be finite)
+#   EXPECT pass, or the text pan must print for the error (e.g. "!(lost_wakeup)")
+run() {
+  local label=$2 defs=$3 mode=$4 expect=$5 d=$tmp/$1 out cc pan_args err states secs
+  mkdir "$d"; cp "$model" "$d/"
+  case $mode in
+    safety) cc=(-DSAFETY); pan_args=() ;;
+    cycles) cc=(-DNP); pan_args=(-l) ;;
+  esac
+  # shellcheck disable=SC2086  # defs is a list of -D words
+  if ! (cd "$d" && spin $defs -a rotator.pml >spin.log 2>&1); then
+    echo "model: FAILED  $label: spin -a failed:"; sed 's/^/    /' "$d/spin.log"; return
+  fi
+  if ! (cd "$d" && gcc -O1 -w "${cc[@]}" -DCOLLAPSE -DMEMLIM=3072 -o pan pan.c >cc.log 2>&1); then
+    echo "model: FAILED  $label: compiling pan failed:"; sed 's/^/    /' "$d/cc.log"; return
+  fi
+  out=$(cd "$d" && ./pan -m200000 "${pan_args[@]}" 2>&1)
+  err=$(printf '%s\n' "$out" | grep -m1 -E '^pan:[0-9]+: |max search depth too small|reached -DMEMLIM|Search not completed|out of memory')
+  states=$(printf '%s\n' "$out" | sed -nE 's/^ *([0-9.e+]+) states, stored.*/\1/p' | head -1)
+  secs=$(printf '%s\n' "$out" | sed -nE 's/^pan: elapsed time ([0-9.e+]+) seconds/\1/p' | head -1)
+  if [ "$expect" = pass ]; then
+    if [ -z "$err" ] && printf '%s\n' "$out" | grep -q 'errors: 0$'; then
+      printf 'model: ok      %-44s %10s states %6s s\n' "$label" "$states" "$secs"
+    else
+      echo "model: FAILED  $label: ${err:-no result}"
+      printf '%s\n' "$out" | sed 's/^/    /' | head -40
+    fi
+  else
+    if printf '%s\n' "$err" | grep -qF -- "$expect"; then
+      printf 'model: caught  %-44s %s\n' "$label" "$(printf '%s' "$err" | sed -E 's/^pan:[0-9]+: //; s/  +/ /g')"
+    else
+      echo "model: FAILED  $label: spin should report $expect, got: ${err:-no error}"
+    fi
+  fi
+}
+
+# Each check: LABEL | SPIN-DEFINES | MODE | EXPECT.  VPs N, tokens T, pq threshold C, wq capacity W,
+# yields+blocks B (model/rotator.pml's defaults: N=2 T=3 C=1 W=1 B=3).
+checks=(
+  # The protocol, exhaustively.
+  "verified N=2 T=3 C=1 W=1 B=3               | -DN=2 -DT=3 -DC=1 -DW=1 -DB=3 | safety | pass"
+  "verified N=2 T=3 C=1 W=2 B=4               | -DN=2 -DT=3 -DC=1 -DW=2 -DB=4 | safety | pass"
+  "verified N=2 T=3 C=2 W=1 B=4               | -DN=2 -DT=3 -DC=2 -DW=1 -DB=4 | safety | pass"
+  "verified N=2 T=4 C=1 W=1 B=3               | -DN=2 -DT=4 -DC=1 -DW=1 -DB=3 | safety | pass"
+  "verified N=3 T=3 C=1 W=1 B=2               | -DN=3 -DT=3 -DC=1 -DW=1 -DB=2 | safety | pass"
+  "verified N=3 T=4 C=1 W=1 B=1               | -DN=3 -DT=4 -DC=1 -DW=1 -DB=1 | safety | pass"
+  # Without deadlock detection: no detection ends a run before a lost wake-up shows.
+  "verified N=2 T=3 C=1 W=1 B=3, no detection | -DNO_DETECTION                | safety | pass"
+  # Every execution is finite, which makes the final-state lost-wake-up check complete.
+  "no cycle N=2 T=3 C=1 W=1 B=3               | -DN=2 -DT=3 -DC=1 -DW=1 -DB=3 | cycles | pass"
+  "no cycle N=3 T=3 C=1 W=1 B=1               | -DN=3 -DT=3 -DC=1 -DW=1 -DB=1 | cycles | pass"
+  # The broken variants must be caught, each by the assertion that names its bug.
+  "BUG_NO_FENCE, no detection (lost wake-up)  | -DBUG_NO_FENCE -DNO_DETECTION | safety | !(lost_wakeup)"
+  "BUG_NO_FENCE                               | -DBUG_NO_FENCE                | safety | !(false_deadlock)"
+  "BUG_COUNT_FIRST (the first design)         | -DBUG_COUNT_FIRST             | safety | !(false_deadlock)"
+  "BUG_NO_CAS                                 | -DBUG_NO_CAS                  | safety | (sleeping[me]==0)"
+  "BUG_NO_WAIT                                | -DBUG_NO_WAIT                 | safety | !(false_deadlock)"
+)
+
+# Up to $URSA_MODEL_JOBS checks at a time (default: the CPUs, at most 4); lines in order.
+jobs=${URSA_MODEL_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[ "$jobs" -gt 4 ] && jobs=4
+[ "$jobs" -lt 1 ] && jobs=1
+trim() { local x=$1; x=${x#"${x%%[![:space:]]*}"}; printf '%s' "${x%"${x##*[![:space:]]}"}"; }
+pids=(); shown=0
+show_next() { wait "${pids[$shown]}"; cat "$tmp/$shown.out"; shown=$((shown + 1)); }
+for i in "${!checks[@]}"; do
+  IFS='|' read -r label defs mode expect <<<"${checks[$i]}"
+  while [ $((i - shown)) -ge "$jobs" ]; do show_next; done
+  run "$i" "$(trim "$label")" "$(trim "$defs")" "$(trim "$mode")" "$(trim "$expect")" >"$tmp/$i.out" 2>&1 &
+  pids[i]=$!
+done
+while [ "$shown" -lt "${#checks[@]}" ]; do show_next; done
+
+fails=$(cat "$tmp"/*.out | grep -c '^model: FAILED')
+if [ "$fails" -eq 0 ]; then echo "model: all ${#checks[@]} checks passed"; exit 0; fi
+echo "model: $fails of ${#checks[@]} checks FAILED"
+exit 1
