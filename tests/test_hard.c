@@ -80,18 +80,19 @@ static int scenario(void) {
 
 #endif
 
-TEST_IMPL(hard_alloc_failure_at_every_point) {
-#if !URSA_TEST_HARD
-  RETURN_SKIP("needs the hard test build (-DURSA_TEST_HARD=ON)");
-#else
-  if (TEST_SANITIZED || TEST_UNDER_VALGRIND) RETURN_SKIP("the leak check counts glibc's own heap");
-  /* glibc counts chunks parked in its per-thread cache as in use: run without that cache. */
+#if URSA_TEST_HARD
+/* Fails each allocation of the scenario in turn, with vps virtual processors. */
+static int fail_every_point(const char *test, const char *vps) {
+  /* glibc counts chunks parked in its per-thread cache as in use, and would give the VPs' kernel
+   * threads arenas of their own (mappings mallinfo2 does not see and that outlive them): run
+   * without the cache and with one arena. */
   if (getenv("GLIBC_TUNABLES") == NULL || strstr(getenv("GLIBC_TUNABLES"), "tcache_count=0") == NULL) {
-    char *args[] = { (char *)"ursa_tests", (char *)"hard_alloc_failure_at_every_point", NULL };
-    setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", 1);
+    char *args[] = { (char *)"ursa_tests", (char *)test, NULL };
+    setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0:glibc.malloc.arena_max=1", 1);
     execv("/proc/self/exe", args);
     FAIL("cannot re-execute the test with glibc.malloc.tcache_count=0");
   }
+  setenv("URSA_VPS", vps, 1);
   long n, clean_failures = 0;
   int status;
   char env[32];
@@ -111,9 +112,29 @@ TEST_IMPL(hard_alloc_failure_at_every_point) {
     if (WEXITSTATUS(status) == 0) clean_failures++;
     else if (WEXITSTATUS(status) != 1) FAIL("URSA_FAIL_AT=%ld: exit status %d (2: a wrong error code, 3: memory or a mapping left behind)", n, WEXITSTATUS(status));
   }
-  fprintf(stderr, "failed allocation 1..400 in turn: %ld runs saw an ursa call fail cleanly\n",
-          clean_failures);
+  fprintf(stderr, "failed allocation 1..400 in turn with %s VP(s): %ld runs saw an ursa call fail cleanly\n",
+          vps, clean_failures);
   ASSERT_GT(clean_failures, 50);
   return 0;
+}
+#endif
+
+TEST_IMPL(hard_alloc_failure_at_every_point) {
+#if !URSA_TEST_HARD
+  RETURN_SKIP("needs the hard test build (-DURSA_TEST_HARD=ON)");
+#else
+  if (TEST_SANITIZED || TEST_UNDER_VALGRIND) RETURN_SKIP("the leak check counts glibc's own heap");
+  return fail_every_point("hard_alloc_failure_at_every_point", "1");
+#endif
+}
+
+/* The same with three VPs: ursa_init's SMP half (VP states, queues, idle contexts, kernel
+ * threads) and creation on other VPs. */
+TEST_IMPL(hard_alloc_failure_smp) {
+#if !URSA_TEST_HARD
+  RETURN_SKIP("needs the hard test build (-DURSA_TEST_HARD=ON)");
+#else
+  if (TEST_SANITIZED || TEST_UNDER_VALGRIND) RETURN_SKIP("the leak check counts glibc's own heap");
+  return fail_every_point("hard_alloc_failure_smp", "3");
 #endif
 }

@@ -31,6 +31,7 @@ struct ursa__smp {
   uint32_t             slot_free;     /* a cache of free handle slots (index+1 list), owner only */
   uint32_t             slot_nfree;
   pthread_t            kt;            /* the kernel thread (VP 1..N-1)                          */
+  void                *kstack;        /* its stack (mapped by ursa, so nothing stays cached)     */
   void                *altstack;      /* its alternate signal stack                             */
   uint64_t             idle_ns;       /* time asleep in the kernel                              */
   uint64_t             migrations_in; /* threads that arrived from another VP                  */

@@ -81,6 +81,7 @@
 
 #define URSA__IDLE_SPIN_NS 20000u           /* an idle VP polls this long before it sleeps */
 #define URSA__ID_BLOCK     1024u            /* thread ids taken from the global counter at a time */
+#define URSA__VP_STACK     (256u * 1024)    /* the kernel stack of VPs 1..N-1 (their idle context) */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__)
@@ -561,6 +562,8 @@ static void smp_state_free(struct ursa__vp *vp) {
   vp->smp = 0;
 }
 
+static void smp_teardown(unsigned started);
+
 int ursa__smp_init(void) {
   unsigned n = ursa__g.nvps, i;
   struct ursa__vp *v0 = &ursa__g.vp0;
@@ -615,16 +618,23 @@ int ursa__smp_init(void) {
   for (i = 1; i < n; i++) {
     struct ursa__vp *v = ursa__g.vps[i];
     pthread_attr_t pa;
-    pthread_attr_init(&pa);
-    pthread_attr_setstacksize(&pa, 256 * 1024);
-    if (URSA__FAIL() || pthread_create(&v->x->kt, &pa, vp_main, v) != 0) {
+    int rc = -EAGAIN;
+    /* The kernel thread's stack is ours (glibc would keep a freed one cached and mapped). */
+    v->x->kstack = URSA__FAIL() ? MAP_FAILED
+                                : mmap(NULL, URSA__VP_STACK, PROT_READ | PROT_WRITE,
+                                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (v->x->kstack != MAP_FAILED) {
+      pthread_attr_init(&pa);
+      pthread_attr_setstack(&pa, v->x->kstack, URSA__VP_STACK);
+      rc = URSA__FAIL() ? -EAGAIN : -pthread_create(&v->x->kt, &pa, vp_main, v);
       pthread_attr_destroy(&pa);
-      ursa__g.nvps = i;                               /* stop those started so far */
-      ursa__smp_fini();
-      ursa__g.nvps = n;
-      return -EAGAIN;
+      if (rc != 0) munmap(v->x->kstack, URSA__VP_STACK);
     }
-    pthread_attr_destroy(&pa);
+    if (rc != 0) {
+      v->x->kstack = NULL;
+      smp_teardown(i);                                /* stop VPs 1..i-1, free everything */
+      return rc == -ENOMEM ? -ENOMEM : -EAGAIN;
+    }
   }
   return 0;
 fail:
@@ -644,17 +654,23 @@ fail:
   return err;
 }
 
-void ursa__smp_fini(void) {
+/* Stops VPs 1..started-1 (running) and frees every VP's state. */
+static void smp_teardown(unsigned started) {
   unsigned n = ursa__g.nvps, i;
   struct ursa__vp *v0 = &ursa__g.vp0;
-  for (i = 1; i < n; i++) {
+  for (i = 1; i < started; i++) {
     struct ursa__vp *v = ursa__g.vps[i];
     __atomic_store_n(&v->x->stop, 1u, __ATOMIC_RELEASE);
     ursa__vp_kick(v);
   }
-  for (i = 1; i < n; i++) pthread_join(ursa__g.vps[i]->x->kt, NULL);
-  if (n == ursa__g.nvps) ursa__stats_keep();          /* (not when ursa_init failed half-way) */
-  for (i = 1; i < ursa__g.nvps; i++) {
+  for (i = 1; i < started; i++) {
+    struct ursa__smp *x = ursa__g.vps[i]->x;
+    pthread_join(x->kt, NULL);
+    munmap(x->kstack, URSA__VP_STACK);
+    x->kstack = NULL;
+  }
+  if (started == n) ursa__stats_keep();
+  for (i = 1; i < n; i++) {
     struct ursa__vp *v = ursa__g.vps[i];
     ursa__stack_pool_drain(v);
     smp_state_free(v);
@@ -678,3 +694,5 @@ void ursa__smp_fini(void) {
   free(ursa__g.vps);
   ursa__g.vps = NULL;
 }
+
+void ursa__smp_fini(void) { smp_teardown(ursa__g.nvps); }

@@ -24,7 +24,8 @@
 #include <unwind.h>
 
 /* From src/arch/context.h (not included: this program is built on its own). */
-/* context.h's interface; on AArch64 a struct ursa__ctx is one word, the saved stack pointer. */
+/* context.h's interface; on AArch64 a struct ursa__ctx is two words: the saved stack pointer and
+ * the on-CPU byte (word 1), which every jump clears in the context it suspends. */
 void ursa__ctx_make(void **ctx, void *stack_top, void (*entry)(void *));
 void *ursa__ctx_jump(void **from_ctx, void **to_ctx, void *arg);
 
@@ -172,7 +173,10 @@ static const uint64_t FPCR_A = FPCR_FZ | FPCR_RM(3);
 static const uint64_t FPCR_B = FPCR_DN | FPCR_RM(1);
 static const uint64_t FPCR_C = FPCR_AHP | FPCR_DN | FPCR_FZ | FPCR_RM(2);
 
-static void *main_sp, *other_sp;
+struct ctx2 { void *sp; uint64_t oncpu; };
+static struct ctx2 main_ctx2 = { 0, 1 }, other_ctx2 = { 0, 1 };
+#define main_sp  (main_ctx2.sp)
+#define other_sp (other_ctx2.sp)
 static uint64_t t1[T_WORDS], t2[T_WORDS], t3[T_WORDS];
 
 struct walk { int depth; };
@@ -237,6 +241,10 @@ int main(void) {
 
   CHECK(get_fpcr() == 0, "main: fpcr %#llx after the switches, want 0",
         (unsigned long long)get_fpcr());
+  CHECK(main_ctx2.oncpu == 0, "main's on-CPU word %#llx after it was suspended, want 0",
+        (unsigned long long)main_ctx2.oncpu);
+  CHECK(other_ctx2.oncpu == 0, "the other context's on-CPU word %#llx after it was suspended, want 0",
+        (unsigned long long)other_ctx2.oncpu);
   printf("arm64_regs: %d passed, %d failed\n", passed, failed);
   free(stack);
   return failed ? 1 : 0;
