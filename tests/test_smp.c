@@ -601,3 +601,75 @@ TEST_IMPL(smp_idle_vps_sleep) {
   ASSERT_OK(ursa_fini());
   return 0;
 }
+
+/* ---- ThreadSanitizer sees races between ursa threads on different VPs, and only real ones ----- */
+
+static long racy_counter;
+static ursa_mutex_t race_m;
+static int race_mode;                                 /* 0: no synchronization, 1: mutex, 2: region */
+
+static __attribute__((noinline)) void race_bump(void) {
+  if (race_mode == 1) ursa_mutex_lock(&race_m);
+  racy_counter++;
+  if (race_mode == 1) ursa_mutex_unlock(&race_m);
+}
+
+static void *race_writer_a(void *arg) {
+  int i;
+  (void)arg;
+  for (i = 0; i < 2000; i++) { race_bump(); if ((i & 15) == 0) ursa_yield(); }
+  return NULL;
+}
+
+static void *race_writer_b(void *arg) {
+  int i;
+  (void)arg;
+  for (i = 0; i < 2000; i++) { race_bump(); if ((i & 15) == 0) ursa_yield(); }
+  return NULL;
+}
+
+static void race_child(void) {
+  ursa_attr_t a;
+  ursa_thread_t t1, t2;
+  ursa_region_t r;
+  if (smp_init(2, 0, 0) != 0) _exit(90);
+  ursa_mutex_init(&race_m, URSA_MUTEX_NORMAL);
+  ursa_attr_init(&a);
+  if (race_mode == 2) {
+    ursa_region_init(&r, 1);
+    ursa_attr_setregion(&a, &r);
+  } else {
+    ursa_attr_setbound(&a, 1);
+    ursa_attr_setvp(&a, 0);
+  }
+  ursa_create(&t1, &a, race_writer_a, NULL);
+  if (race_mode != 2) ursa_attr_setvp(&a, 1);
+  ursa_create(&t2, &a, race_writer_b, NULL);
+  ursa_join(t1, NULL);
+  ursa_join(t2, NULL);
+  printf("counter %ld\n", racy_counter);
+  ursa_fini();
+}
+
+TEST_IMPL(smp_tsan_reports_planted_race_only) {
+  int status, mode;
+  static char out[65536];
+#if !defined(__SANITIZE_THREAD__)
+  RETURN_SKIP("needs the ThreadSanitizer build (-DURSA_SANITIZE=thread)");
+#endif
+  for (mode = 0; mode < 3; mode++) {
+    race_mode = mode;
+    racy_counter = 0;
+    run_child(race_child, &status, out, sizeof out);
+    if (mode == 0) {
+      ASSERT_STR_CONTAINS(out, "WARNING: ThreadSanitizer: data race");
+      ASSERT_STR_CONTAINS(out, "race_writer_a");
+      ASSERT_STR_CONTAINS(out, "race_writer_b");
+    } else if (strstr(out, "ThreadSanitizer") != NULL) {
+      FAIL("a report for the %s twin:\n%s", mode == 1 ? "mutex" : "region", out);
+    } else {
+      ASSERT_STR_CONTAINS(out, "counter 4000");
+    }
+  }
+  return 0;
+}

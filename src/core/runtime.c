@@ -126,6 +126,11 @@ int ursa_init(const ursa_config_t *cfg) {
   if (c.wq_cap == 0) c.wq_cap = env_uint("URSA_WQ_CAP");
   if (c.vps == 0) c.vps = cpus_allowed();
   if (c.sched == 0) c.sched = URSA_SCHED_ROTATOR;
+#if URSA_TEST_HARD
+  /* the hard test build: tiny queues, so threads overflow, travel the ring and migrate all the time */
+  if (c.pq_cap == 0) c.pq_cap = 1;
+  if (c.wq_cap == 0) c.wq_cap = 2;
+#endif
   if (c.pq_cap == 0) c.pq_cap = 16;
   if (c.wq_cap == 0) c.wq_cap = 1024;
   if (c.vps > 4096 || c.sched < URSA_SCHED_ROTATOR || c.sched > URSA_SCHED_STEAL || c.wq_cap > (1u << 24))

@@ -81,7 +81,8 @@
 
 #define URSA__IDLE_SPIN_NS 20000u           /* an idle VP polls this long before it sleeps */
 #define URSA__ID_BLOCK     1024u            /* thread ids taken from the global counter at a time */
-#define URSA__VP_STACK     (256u * 1024)    /* the kernel stack of VPs 1..N-1 (their idle context) */
+#define URSA__VP_STACK     (8u << 20)       /* the kernel stack of VPs 1..N-1 (their idle context; it
+                                               also holds glibc's TLS, large under sanitizers) */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__)
@@ -622,7 +623,7 @@ int ursa__smp_init(void) {
     /* The kernel thread's stack is ours (glibc would keep a freed one cached and mapped). */
     v->x->kstack = URSA__FAIL() ? MAP_FAILED
                                 : mmap(NULL, URSA__VP_STACK, PROT_READ | PROT_WRITE,
-                                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+                                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
     if (v->x->kstack != MAP_FAILED) {
       pthread_attr_init(&pa);
       pthread_attr_setstack(&pa, v->x->kstack, URSA__VP_STACK);
