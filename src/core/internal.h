@@ -377,9 +377,6 @@ static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread
                                                 pairs with __tsan_acquire in ursa__oncpu_wait */
 #endif
   ursa__set_state(to, URSA__RUNNING);
-  /* on-CPU = 1 until the switch that suspends `to` again has saved it (arch/context.h); relaxed:
-   * only this VP reads it before that clearing store */
-  __atomic_store_n(ursa__ctx_oncpu(&to->ctx), 1, __ATOMIC_RELAXED);
   vp->cur = to;
   vp->stats.switches++;
 #if URSA_ASAN

@@ -250,11 +250,19 @@ static struct ursa__thread *pick(struct ursa__vp *vp, const struct ursa__region 
 
 /* Switches from cur (already queued, blocked or finished) to next, or through the idle context
  * when next is still being saved by another VP or there is no next. */
+/* on-CPU = 1 until the switch that suspends t again has saved it (arch/context.h); relaxed: only
+ * this VP reads it before that clearing store.  (With one VP nothing reads the byte, so the core's
+ * one-VP switches leave it alone.) */
+static inline void mark_on_cpu(struct ursa__thread *t) {
+  __atomic_store_n(ursa__ctx_oncpu(&t->ctx), 1, __ATOMIC_RELAXED);
+}
+
 static int switch_to(struct ursa__vp *vp, struct ursa__thread *cur, struct ursa__thread *next) {
   if (next == NULL || on_cpu(next)) {
     vp->x->pending = next;
     next = vp->x->idle;
   }
+  mark_on_cpu(next);
   URSA__SWITCH_RETURN(vp, cur, next);
 }
 
@@ -365,6 +373,7 @@ static uint64_t next_deadline(struct ursa__vp *vp) {
 static void run_from_idle(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__thread *idle = vp->x->idle;
   ursa__oncpu_wait(t);
+  mark_on_cpu(t);
   ursa__switch_prepare(vp, idle, t);
   ursa__ctx_switch(&idle->ctx, &t->ctx, t->wake_result);
 #if URSA_ASAN
@@ -616,6 +625,7 @@ int ursa__smp_init(void) {
   /* main is pinned to VP 0: it stays on the process's first kernel thread (exit, signals) */
   v0->main_thread->pinned = 1;
   v0->main_thread->home = v0;
+  mark_on_cpu(v0->main_thread);                        /* it runs now */
   for (i = 1; i < n; i++) {
     struct ursa__vp *v = ursa__g.vps[i];
     pthread_attr_t pa;
