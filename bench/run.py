@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """run.py - the driver of ursa's micro-benchmarks (run by `make bench`).
 
-    python3 bench/run.py --build <builddir> [--runs 5] [--quick]
+    python3 bench/run.py --build <builddir> [--runs 5] [--quick | --full] [--no-smp | --smp-only]
+                         [--results <dir>]
 
 Runs every benchmark program of <builddir>/bench (built from bench/CMakeLists.txt): one warm-up
 run, whose result is discarded, then --runs timed runs (the 1M-thread RSS run is capped at 3).
@@ -22,6 +23,14 @@ A peer whose binary is absent (Boost.Context not found at configure time, say) i
 --quick is a smoke run: smaller counts, 3 timed runs unless --runs is given, no 1M-thread run;
 its figures are indicative only.
 
+Then the SMP section (issue #3, bench/smp_suite.py): the distribution cost, the parallel radix
+sort (ursa at 1 and N VPs, pthreads, hand-partitioned kernel threads), the thread-ring and yield
+ping-pong at N VPs, two independent groups; its own table, acceptance checks and per-VP idle
+table.  Programs of that section print several RESULT lines per run (and VPSTAT lines).  Its
+sizes: --quick (small), default (`make bench`: radices 2^1 2^4 2^8 2^10), --full or FULL in the
+environment (`make bench FULL=1`: every radix 2^1..2^10).  --no-smp skips it, --smp-only runs it
+alone.
+
 Python 3 standard library only.
 """
 
@@ -37,6 +46,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import smp_suite           # the SMP section (issue #3), bench/smp_suite.py
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RING = 503
@@ -324,10 +335,9 @@ def check_run(b, quick, rc, stdout, stderr):
     return res, None
 
 
-def run_suite(args, build_bench, config):
+def plan_suite(args, build_bench, config):
+    """The micro-benchmark entries (suite order) and the plan of their runs."""
     quick = args.quick
-    env = {k: v for k, v in os.environ.items() if not k.startswith("URSA_")}   # library defaults
-
     entries = []       # one dict per benchmark, in suite order: what goes into the JSON
     plan = []          # (bench, entry, est seconds per run, runs incl. warm-up): what to run
     for b in SUITE:
@@ -353,8 +363,12 @@ def run_suite(args, build_bench, config):
             runs = min(args.runs, b.max_runs) if b.max_runs else args.runs
             est = b.est * (b.count(quick) / b.n)
             plan.append((b, e, est + 0.01, runs + 1))
+    return [e for _, e in entries], plan
 
-    progress = Progress(plan)
+
+def run_suite(args, build_bench, env, plan, progress):
+    """Runs the micro-benchmarks of plan (plan_suite), filling in their entries."""
+    quick = args.quick
     total = len(plan)
     for index, (b, e, est, runs) in enumerate(plan, 1):
         path = os.path.join(build_bench, b.program)
@@ -385,7 +399,6 @@ def run_suite(args, build_bench, config):
             e["min"], e["max"] = min(e["samples"]), max(e["samples"])
             progress.note(f"{label}: median {fmt_value(e['median'])} {e['unit']}"
                           f" (min {fmt_value(e['min'])}, max {fmt_value(e['max'])}, {len(e['samples'])} runs)")
-    return [e for _, e in entries], progress.elapsed()
 
 
 def evaluate_targets(entries):
@@ -508,6 +521,16 @@ def git_info():
     return {"commit": commit, "dirty": dirty}
 
 
+def smp_mode(args):
+    """The SMP section's sizes: quick (--quick), full (--full or FULL in the environment, as
+    `make bench FULL=1` sets it) or normal (`make bench`)."""
+    if args.quick:
+        return "quick"
+    if args.full or os.environ.get("FULL", "") not in ("", "0"):
+        return "full"
+    return "normal"
+
+
 def main():
     ap = argparse.ArgumentParser(description="Run ursa's micro-benchmarks and their peers.")
     ap.add_argument("--build", required=True, help="the CMake build directory (holds bench/)")
@@ -515,7 +538,17 @@ def main():
                     help="timed runs per benchmark after one warm-up (default 5; 3 with --quick)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: smaller counts, no 1M-thread run, figures indicative only")
+    ap.add_argument("--full", action="store_true",
+                    help="SMP section at the paper's sizes (every radix 2^1..2^10); also when FULL "
+                         "is set in the environment (make bench FULL=1)")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--no-smp", action="store_true", help="skip the SMP section (issue #3)")
+    which.add_argument("--smp-only", action="store_true", help="run only the SMP section (issue #3)")
+    ap.add_argument("--results", default=os.path.join(REPO, "results"),
+                    help="where the JSON and Markdown reports go (default: results/ at the repository root)")
     args = ap.parse_args()
+    if args.quick and args.full:
+        ap.error("--quick and --full exclude each other")
     if args.runs is None:
         args.runs = 3 if args.quick else 5
     if args.runs < 1:
@@ -543,29 +576,65 @@ def main():
 
     stamp = datetime.datetime.now(datetime.timezone.utc)
     mode = "quick" if args.quick else "full"
+    run_micro, run_smp = not args.smp_only, not args.no_smp
+    env = {k: v for k, v in os.environ.items() if not k.startswith("URSA_")}   # library defaults
     load_start, busy_start = os.getloadavg(), cpu_busy()
     if busy_start is not None and busy_start > 0.10:
         print(f"run.py: warning: the CPUs are {busy_start:.0%} busy before the run: other work is "
               f"running, figures will be noisy", file=sys.stderr)
-    print(f"ursa micro-benchmarks ({mode}, 1 warm-up + {args.runs} runs each), build {build}",
-          file=sys.stderr)
+    entries, plan = plan_suite(args, build_bench, config) if run_micro else ([], [])
+    smp_jobs, smp_settings, smp_plan = [], None, []
+    if run_smp:
+        smp_jobs, smp_settings = smp_suite.plan(smp_mode(args), args.runs)
+        smp_plan = [(job, None, job.est + 0.01, args.runs + 1) for job in smp_jobs]
+        if smp_settings["vps"] < 2:
+            print(f"run.py: warning: this process may use {smp_settings['vps']} CPU: the SMP section "
+                  f"runs every figure on 1 VP and its checks mean nothing", file=sys.stderr)
+    what = " + ".join(x for x, on in (("micro-benchmarks", run_micro),
+                                       (f"SMP section ({smp_mode(args)})", run_smp)) if on)
+    print(f"ursa {what}: 1 warm-up + {args.runs} runs each, build {build}", file=sys.stderr)
+    progress = Progress(plan + smp_plan)
+    smp_entries, smp_vpstats = [], []
     try:
-        entries, wall = run_suite(args, build_bench, config)
+        # the core's micro-benchmarks (issue #2) measure one VP: the cooperative core
+        run_suite(args, build_bench, dict(env, URSA_VPS="1"), plan, progress)
+        if run_smp:
+            smp_entries, smp_vpstats = smp_suite.run(smp_jobs, smp_settings, build_bench, env, progress,
+                                                     smp_plan, run_program, RUN_TIMEOUT)
     except KeyboardInterrupt:
         print("\nrun.py: interrupted", file=sys.stderr)
         return 130
-    targets = evaluate_targets(entries)
+    wall = progress.elapsed()
+    targets = evaluate_targets(entries) if run_micro else []
+    smp_checks = smp_suite.checks(smp_entries, smp_settings) if run_smp else []
     load_end, busy_end = os.getloadavg(), cpu_busy()
 
-    failures = [e for e in entries if e["status"] == "failed"]
+    failures = [e for e in entries + smp_entries if e["status"] == "failed"]
     rows, trows = table_rows(entries), target_rows(targets)
     print()
-    print(f"ursa micro-benchmarks: {mode} run, medians of {args.runs} runs (after 1 warm-up), "
+    print(f"ursa benchmarks: {mode} run, medians of {args.runs} runs (after 1 warm-up), "
           f"wall time {fmt_time(wall)}; CPUs {fmt_busy(busy_start)} busy before, {fmt_busy(busy_end)} after")
-    print(text_table(TABLE_HEAD, rows))
-    print()
-    print("acceptance targets" + (" (--quick: indicative only)" if args.quick else ""))
-    print(text_table(TARGET_HEAD, trows))
+    if run_micro:
+        print(text_table(TABLE_HEAD, rows))
+        print()
+        print("acceptance targets" + (" (--quick: indicative only)" if args.quick else ""))
+        print(text_table(TARGET_HEAD, trows))
+    if run_smp:
+        srows = smp_suite.table_rows(smp_entries)
+        crows = smp_suite.check_rows(smp_checks)
+        vrows = smp_suite.vp_rows(smp_vpstats, smp_settings)
+        n = smp_settings["vps"]
+        print()
+        print(f"SMP (issue #3): {n} VPs, {smp_settings['mode']} sizes, radices "
+              + " ".join(f"2^{r}" for r in smp_settings["radices"]))
+        print(text_table(TABLE_HEAD, srows))
+        print()
+        print(f"SMP acceptance checks" + (" (--quick: indicative only)" if args.quick else ""))
+        print(text_table(smp_suite.CHECK_HEAD, crows))
+        print()
+        print(f"idle time per VP, radix sort with ursa at {n} VPs (Table 3; medians): ursa exports no "
+              f"idle-time counter; asleep = wall - on CPU - runq of the VP's kernel thread (schedstat)")
+        print(text_table(smp_suite.VP_HEAD, vrows) if vrows else "(no VPSTAT lines)")
 
     machine = machine_info()
     cc = config.get("c_compiler") or "cc"
@@ -591,9 +660,11 @@ def main():
         "build": {"dir": build, **config},
         "benchmarks": entries,
         "targets": targets,
+        "smp": ({**smp_settings, "benchmarks": smp_entries, "checks": smp_checks,
+                 "vpstats": smp_vpstats} if run_smp else None),
         "failures": len(failures),
     }
-    results = os.path.join(REPO, "results")
+    results = os.path.abspath(args.results)
     os.makedirs(results, exist_ok=True)
     json_path = os.path.join(results, f"micro-{stamp.strftime('%Y%m%dT%H%M%SZ')}.json")
     with open(json_path, "w") as f:
@@ -611,10 +682,20 @@ def main():
         f.write(f"- compilers: {report['compilers']['cc']}; {report['compilers']['cxx']}; "
                 f"Boost {report['boost_version'] or 'not found'}\n")
         f.write(f"- git: {g['commit'] or 'unknown'}{' (dirty tree)' if g['dirty'] else ''}\n")
-        f.write(f"- raw samples: `results/{os.path.basename(json_path)}`\n\n")
-        f.write(md_table(TABLE_HEAD, rows) + "\n\n")
-        f.write("## Acceptance targets" + (" (--quick: indicative only)" if args.quick else "") + "\n\n")
-        f.write(md_table(TARGET_HEAD, trows) + "\n")
+        f.write(f"- raw samples: `{os.path.relpath(json_path, REPO)}`\n\n")
+        if run_micro:
+            f.write(md_table(TABLE_HEAD, rows) + "\n\n")
+            f.write("## Acceptance targets" + (" (--quick: indicative only)" if args.quick else "") + "\n\n")
+            f.write(md_table(TARGET_HEAD, trows) + "\n")
+        if run_smp:
+            f.write(f"\n## SMP (issue #3): {n} VPs, {smp_settings['mode']} sizes\n\n")
+            f.write(md_table(TABLE_HEAD, srows) + "\n\n")
+            f.write("### SMP acceptance checks" + (" (--quick: indicative only)" if args.quick else "") + "\n\n")
+            f.write(md_table(smp_suite.CHECK_HEAD, crows) + "\n\n")
+            f.write(f"### Idle time per VP, radix sort with ursa at {n} VPs (medians)\n\n")
+            f.write("ursa exports no per-VP idle-time counter yet: *asleep* is the wall time minus the time "
+                    "the VP's kernel thread was on a CPU or waiting for one (`/proc/self/task/<tid>/schedstat`).\n\n")
+            f.write((md_table(smp_suite.VP_HEAD, vrows) if vrows else "(no VPSTAT lines)") + "\n")
     print()
     print(f"results: {os.path.relpath(json_path)}, {os.path.relpath(md_path)}")
     if failures:

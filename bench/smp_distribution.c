@@ -1,0 +1,170 @@
+/*
+ * smp_distribution.c - Lesser Bear's "cost of distribution" (Table 2 of the LB3 paper): a serial
+ * program forks a large number of threads at once, and they must spread over every VP.
+ *
+ * ursa runs with N VPs and the policy named on the command line (ursa_config_t.sched).  main
+ * (always on VP 0) reads the clock (t0), then creates 2^k unbound threads with default
+ * attributes (so each starts on VP 0's queues and only the scheduler moves it), then blocks on a
+ * semaphore.  Each thread, when it first runs, counts itself on the VP it runs on (one counter
+ * per VP, its own cache line), computes for about W ns (a calibrated multiply-add chain: the
+ * work a forked thread brings, so that a VP which keeps every thread is visibly slower than N
+ * VPs sharing them), and blocks on a shared gate semaphore; it runs no more until the
+ * measurement is over.  So "the threads VP i holds" = the threads that started on VP i.
+ *
+ *   fair share   F = floor(2^k / N)
+ *   share        S = F - F/8   (slack: 1/8 of the fair share, so a split of 56/44 % still counts)
+ *   distributed  the first moment every VP has started at least S threads
+ *   fork done    the moment the last of the 2^k threads finished its W ns of work
+ *
+ *   value (bench smp-distribution) = distributed - t0, ms                          unit ms
+ *   value (bench smp-fork-all)     = fork done - t0, ms                            unit ms
+ *
+ * The thread whose start (or end of work) completes a condition reads the clock.  A VP that never
+ * reaches S means the policy did not distribute the fork: smp-distribution then reports the fork
+ * done time and reached=0 (run.py counts such runs).  Also printed: per_vp=<threads started on
+ * VP 0>,<VP 1>,..., created_ms (how long main took to create them all), and ideal_ms = S * W:
+ * the least time in which one VP can start S threads that each compute W ns (the distribution
+ * time of a perfect, free scheduler is about that).
+ *
+ * Checks (exit 1 on failure): every thread started exactly once and computed the right value,
+ * the per-VP counts add up to 2^k, every thread is joined.  Stacks: 16 KiB (the smallest) as the
+ * default size, with a stack cache of 2^k per VP; before the clock starts 2^k threads bound to
+ * VP 0 run and finish there, so the measured creations take touched stacks from VP 0's pool (no
+ * mmap, no page fault).
+ *
+ * Usage: smp_distribution <rotator|lb2|global|steal> [N VPs = CPUs] [k = 12] [W = 2000 ns]
+ */
+#include "smp_common.h"
+
+#define USAGE "smp_distribution <rotator|lb2|global|steal> [VPs = CPUs] [k = 12, 1..20] [work ns = 2000]"
+
+struct counter { _Alignas(64) unsigned n; };
+
+static struct counter started[SMP_MAX_VPS];
+static unsigned vps_at_share;           /* atomic: VPs that have reached the share */
+static unsigned finished_all;           /* atomic: threads that finished their work */
+static unsigned nthreads, share, nvps;
+static uint64_t t_share, t_all;
+static unsigned char *ran;              /* per thread: times it started (must be 1) */
+static ursa_sem_t gate, all_done;
+
+static uint64_t work_iters;
+static uint64_t *work_out;               /* per thread: the result of its work */
+
+static uint64_t work(uint64_t iters, uint64_t seed) {
+  uint64_t x = seed, j;
+  for (j = 0; j < iters; j++) {
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    __asm__ volatile("" : "+r"(x));      /* keep the loop */
+  }
+  return x;
+}
+
+static void *member(void *arg) {
+  unsigned me = (unsigned)(uintptr_t)arg;
+  int vp = ursa_vp_self();
+  unsigned c;
+  if (vp < 0 || (unsigned)vp >= nvps) bench_die("ursa_vp_self out of range", 0);
+  ran[me]++;
+  c = __atomic_add_fetch(&started[vp].n, 1, __ATOMIC_ACQ_REL);
+  if (c == share && __atomic_add_fetch(&vps_at_share, 1, __ATOMIC_ACQ_REL) == nvps)
+    t_share = bench_now_ns();
+  work_out[me] = work(work_iters, me);
+  if (__atomic_add_fetch(&finished_all, 1, __ATOMIC_ACQ_REL) == nthreads) {
+    t_all = bench_now_ns();
+    BENCH_CHECK(ursa_sem_post(&all_done));
+  }
+  BENCH_CHECK(ursa_sem_wait(&gate));
+  return NULL;
+}
+
+static void *nothing(void *arg) { return arg; }
+
+int main(int argc, char **argv) {
+  ursa_thread_t *th;
+  ursa_attr_t attr;
+  uint64_t t0, t_created;
+  unsigned i, k = 12, sum = 0, fair;
+  uint64_t work_ns = 2000;
+  int policy;
+  char per_vp[SMP_MAX_VPS * 12] = "", impl[64];
+  if (argc < 2 || argc > 5 || (policy = smp_policy(argv[1])) == 0) {
+    fprintf(stderr, "usage: %s\n", USAGE);
+    return 2;
+  }
+  nvps = argc > 2 ? (unsigned)smp_uint(argv[2], "VP count", USAGE) : smp_ncpus();
+  if (argc > 3) k = (unsigned)smp_uint(argv[3], "k", USAGE);
+  if (argc > 4) work_ns = smp_uint(argv[4], "work ns", USAGE);
+  if (nvps < 1 || nvps > SMP_MAX_VPS || k < 1 || k > 20) {
+    fprintf(stderr, "usage: %s\n", USAGE);
+    return 2;
+  }
+  nthreads = 1u << k;
+  fair = nthreads / nvps;
+  share = fair - fair / 8;
+  if (share == 0) share = 1;
+  th = calloc(nthreads, sizeof *th);
+  ran = calloc(nthreads, 1);
+  work_out = calloc(nthreads, sizeof *work_out);
+  if (th == NULL || ran == NULL || work_out == NULL) bench_die("out of memory", ENOMEM);
+  {                                      /* calibrate: iterations of work() per work_ns */
+    uint64_t t = bench_now_ns(), probe = 20000000;
+    (void)work(probe, 1);
+    t = bench_now_ns() - t;
+    work_iters = (uint64_t)((double)probe * (double)work_ns / (double)(t ? t : 1));
+  }
+
+  {
+    ursa_config_t c = smp_config(nvps, policy);
+    c.stack_size = URSA_STACK_MIN;
+    c.stack_cache = nthreads;
+    smp_init_cfg(&c);
+  }
+  BENCH_CHECK(ursa_sem_init(&gate, 0));
+  BENCH_CHECK(ursa_sem_init(&all_done, 0));
+
+  /* warm-up: 2^k threads bound to VP 0 map and touch 2^k stacks, which return to VP 0's pool */
+  BENCH_CHECK(ursa_attr_init(&attr));
+  BENCH_CHECK(ursa_attr_setvp(&attr, 0));
+  BENCH_CHECK(ursa_attr_setbound(&attr, 1));
+  for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_create(&th[i], &attr, nothing, NULL));
+  for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_join(th[i], NULL));
+  BENCH_CHECK(ursa_attr_destroy(&attr));
+
+  t0 = bench_now_ns();
+  for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_create(&th[i], NULL, member, (void *)(uintptr_t)i));
+  t_created = bench_now_ns();
+  BENCH_CHECK(ursa_sem_wait(&all_done));
+  if (__atomic_load_n(&vps_at_share, __ATOMIC_ACQUIRE) < nvps) t_share = t_all;
+
+  for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_sem_post(&gate));
+  for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_join(th[i], NULL));
+
+  for (i = 0; i < nvps; i++) {
+    size_t len = strlen(per_vp);
+    snprintf(per_vp + len, sizeof per_vp - len, "%s%u", i ? "," : "", started[i].n);
+    sum += started[i].n;
+  }
+  for (i = 0; i < nthreads; i++)
+    if (ran[i] != 1 || work_out[i] != work(work_iters, i)) {
+      fprintf(stderr, "smp_distribution: thread %u started %u times, or its work is wrong\n", i, ran[i]);
+      return 1;
+    }
+  if (sum != nthreads || finished_all != nthreads) {
+    fprintf(stderr, "smp_distribution: %u threads counted, %u created\n", sum, nthreads);
+    return 1;
+  }
+  snprintf(impl, sizeof impl, "ursa-%s-%uvp", ursa_sched_policy(), nvps);
+  printf("RESULT bench=smp-distribution impl=%s value=%.4f unit=ms n=%u reached=%d share=%u "
+         "per_vp=%s created_ms=%.4f work_ns=%llu ideal_ms=%.4f\n",
+         impl, (double)(t_share - t0) / 1e6, nthreads,
+         vps_at_share >= nvps ? 1 : 0, share, per_vp, (double)(t_created - t0) / 1e6,
+         (unsigned long long)work_ns, (double)share * (double)work_ns / 1e6);
+  printf("RESULT bench=smp-fork-all impl=%s value=%.4f unit=ms n=%u per_vp=%s\n",
+         impl, (double)(t_all - t0) / 1e6, nthreads, per_vp);
+  fflush(stdout);
+  BENCH_CHECK(ursa_fini());
+  free(th);
+  free(ran);
+  return 0;
+}

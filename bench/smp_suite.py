@@ -1,0 +1,369 @@
+"""smp_suite.py - the "SMP (issue #3)" section of bench/run.py: ursa at N virtual processors.
+
+Imported by run.py (Python 3 standard library only); not a program of its own.  It plans the
+runs of the SMP programs (smp_distribution, radix_sort, smp_ring, smp_groups), runs them through
+run.py's runner and progress line, checks every run, and builds the section's tables: medians
+with min-max, the acceptance checks of issue #3 (a report: a FAIL never stops the run), and the
+per-VP idle table of the radix sort (Lesser Bear's Table 3).
+
+Unlike the micro-benchmarks, one run of an SMP program prints several RESULT lines (radix_sort:
+one per radix; smp_ring: the ring and the ping-pong; smp_distribution: two figures), and radix_sort
+also prints VPSTAT lines (bench/smp_common.h).  Every (bench, impl) pair is a row of the table.
+
+Sizes.  N = the CPUs this process may use (ursa's default VP count).
+    mode     radices          runs         ring passes / ping-pong yields   groups chunks
+    quick    2^1, 2^8         --runs (3)   1M / 1M                          100
+    normal   2^1 2^4 2^8 2^10 --runs (5)   5M / 2M                          200
+    full     2^1 .. 2^10      --runs       10M / 5M                         200
+"normal" is `make bench`; "full" is `make bench FULL=1` (run.py --full, or FULL set in the
+environment); "quick" is run.py --quick.
+"""
+
+import os
+import re
+import statistics
+
+POLICIES = ("rotator", "lb2", "global", "steal")
+DIST_K = 12                 # smp_distribution forks 2^12 threads
+DIST_WORK_NS = 2000         # ... each computing ~2 us after it starts, then blocking
+LINE_RE = re.compile(r"^(RESULT|VPSTAT)((?: [a-z_]+=\S+)+)\s*$")
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.1f}"
+    if a >= 10:
+        return f"{v:.2f}"
+    return f"{v:.3f}"
+
+
+def ncpus():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class Job:
+    """One invocation of an SMP program, and the (bench, impl, unit) rows its RESULT lines give."""
+
+    def __init__(self, program, args, expects, est, answers=None):
+        self.program = program
+        self.args = [str(a) for a in args]
+        self.expects = expects          # [(bench, impl, unit, what)]
+        self.est = est                  # a priori seconds per run on the 2-core development VM
+        self.answers = answers or {}    # {(bench, impl): expected answer}
+
+    def label(self):
+        return " ".join([self.program] + self.args)
+
+
+def radix_passes(r):
+    return (32 + r - 1) // r
+
+
+def plan(mode, runs):
+    """(jobs, settings) for a mode: quick, normal or full."""
+    n = ncpus()
+    radices = {"quick": [1, 8], "normal": [1, 4, 8, 10], "full": list(range(1, 11))}[mode]
+    passes, yields = {"quick": (1_000_000, 1_000_000), "normal": (5_000_000, 2_000_000),
+                      "full": (10_000_000, 5_000_000)}[mode]
+    chunks = 100 if mode == "quick" else 200
+    rlist = ",".join(str(r) for r in radices)
+    jobs = []
+
+    for p in POLICIES:
+        impl = f"ursa-{p}-{n}vp"
+        jobs.append(Job("smp_distribution", [p, n, DIST_K, DIST_WORK_NS],
+                        [("smp-distribution", impl, "ms",
+                          f"fork 2^{DIST_K} threads on VP 0: until every VP started 7/8 of its share"),
+                         ("smp-fork-all", impl, "ms",
+                          f"fork 2^{DIST_K} threads (~{DIST_WORK_NS // 1000} us work each): until all ran")],
+                        0.05))
+
+    # radix sort: (variant, N, impl, what, seconds per pass on the development VM)
+    variants = [("ursa", 1, "ursa-1vp", "ursa, 1 VP, fork-join of 2^8 threads per phase", 0.022),
+                ("ursa", n, f"ursa-{n}vp", f"ursa, {n} VPs, fork-join of 2^8 threads per phase", 0.013),
+                ("ursa-any", n, f"ursa-any-{n}vp", f"ursa, {n} VPs, URSA_VP_ANY placement", 0.013),
+                ("pthread", n, "pthread", "2^8 pthreads created and joined per phase", 0.02),
+                ("fixed", n, f"fixed-{n}kt", f"{n} kernel threads made once, pthread barrier", 0.012)]
+    for variant, vn, impl, what, per_pass in variants:
+        expects = [(f"radix-2^{r}", impl, "ms", what) for r in radices]
+        est = 0.15 + sum(radix_passes(r) for r in radices) * per_pass
+        jobs.append(Job("radix_sort", [variant, vn, rlist], expects, est))
+
+    for vn in sorted({1, n}):
+        impl = f"ursa-{vn}vp"
+        jobs.append(Job("smp_ring", [vn, passes, yields],
+                        [("smp-ring", impl, "ns/pass", "503 unbound threads, semaphore each"),
+                         ("smp-yield-pingpong", impl, "ns/yield", "2 unbound threads alternating ursa_yield")],
+                        0.05 + passes * 3e-8 + yields * 2e-8,
+                        answers={("smp-ring", impl): passes % 503 + 1}))
+
+    groups = [("1vp", "ursa-1vp", "1 VP: 2 groups x 4 CPU-bound threads"),
+              ("regions", f"regions-{n}vp", f"{n} VPs, group g = a region on VP g mod {n}"),
+              ("unbound", f"unbound-{n}vp", f"{n} VPs, default attributes (start on VP 0)"),
+              ("any", f"any-{n}vp", f"{n} VPs, URSA_VP_ANY placement")]
+    for variant, impl, what in groups:
+        jobs.append(Job("smp_groups", [variant, n, chunks],
+                        [("smp-groups", impl, "ms", what)],
+                        (0.5 if variant == "1vp" else 0.3) * chunks / 200))
+
+    settings = {"mode": mode, "vps": n, "radices": radices, "ring_passes": passes,
+                "pingpong_yields": yields, "group_chunks": chunks, "dist_k": DIST_K,
+                "dist_work_ns": DIST_WORK_NS, "runs": runs}
+    return jobs, settings
+
+
+def parse_lines(stdout):
+    """([RESULT field dicts], [VPSTAT field dicts]) of a run's output."""
+    results, vpstats = [], []
+    for line in stdout.splitlines():
+        m = LINE_RE.match(line.strip())
+        if m:
+            fields = dict(kv.split("=", 1) for kv in m.group(2).split())
+            (results if m.group(1) == "RESULT" else vpstats).append(fields)
+    return results, vpstats
+
+
+def new_entry(job, bench, impl, unit, what):
+    return {"bench": bench, "impl": impl, "unit": unit, "what": what, "program": job.program,
+            "args": job.args, "status": "pending", "reason": None, "samples": [], "warmup": None,
+            "fields": [], "answer": None, "expected_answer": job.answers.get((bench, impl)),
+            "n": None, "median": None, "min": None, "max": None}
+
+
+def check_job_run(job, rc, stdout, stderr, timeout):
+    """({(bench, impl): fields}, [vpstat dicts], None) or (None, None, reason)."""
+    results, vpstats = parse_lines(stdout)
+    if rc is None:
+        return None, None, f"timed out after {timeout} s"
+    if rc != 0:
+        why = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
+        tail = " | ".join(stderr.strip().splitlines()[-3:])
+        return None, None, why + (f": {tail}" if tail else "")
+    got = {}
+    for r in results:
+        got[(r.get("bench"), r.get("impl"))] = r
+    for bench, impl, unit, _ in job.expects:
+        r = got.get((bench, impl))
+        if r is None:
+            return None, None, f"no RESULT line for {bench} ({impl})"
+        if r.get("unit") != unit:
+            return None, None, f"{bench} ({impl}): unit {r.get('unit')}, expected {unit}"
+        try:
+            r["value"] = float(r["value"])
+        except (KeyError, ValueError):
+            return None, None, f"{bench} ({impl}): no numeric value"
+        want = job.answers.get((bench, impl))
+        if want is not None and r.get("answer") != str(want):
+            return None, None, f"{bench} ({impl}): wrong answer {r.get('answer')}, expected {want}"
+    return got, vpstats, None
+
+
+def run(jobs, settings, build_bench, env, progress, plan_items, run_program, timeout):
+    """Runs every job (1 warm-up + settings['runs'] timed runs); returns (entries, vpstats)."""
+    entries, by_key, vpstat_runs = [], {}, []
+    for job in jobs:
+        for bench, impl, unit, what in job.expects:
+            e = new_entry(job, bench, impl, unit, what)
+            entries.append(e)
+            by_key[(bench, impl)] = e
+    total = len(plan_items)
+    for index, (job, _, est, runs) in enumerate(plan_items, 1):
+        mine = [by_key[(b, i)] for b, i, _, _ in job.expects]
+        path = os.path.join(build_bench, job.program)
+        label = f"[SMP {index}/{total}] {job.label()}"
+        if not os.access(path, os.X_OK):
+            for e in mine:
+                e["status"], e["reason"] = "failed", f"{path} not found: build the project first"
+            progress.note(f"{label}: FAILED: {path} not found")
+            progress.drop(est * runs)
+            continue
+        for r in range(runs):
+            kind = "warm-up" if r == 0 else f"run {r}/{runs - 1}"
+            progress.show(f"{label} {kind}", True, est, 0.0)
+            rc, out, err, secs = run_program(
+                path, job.args, env, lambda t, k=kind: progress.show(f"{label} {k}", False, est, t))
+            progress.run_done(est, secs)
+            got, vps, why = check_job_run(job, rc, out, err, timeout)
+            if why is not None:
+                for e in mine:
+                    e["status"], e["reason"] = "failed", f"{kind}: {why}"
+                progress.note(f"{label}: FAILED: {kind}: {why}")
+                progress.drop(est * (runs - r - 1))
+                break
+            for e in mine:
+                res = got[(e["bench"], e["impl"])]
+                if r == 0:
+                    e["warmup"] = res["value"]
+                    continue
+                e["samples"].append(res["value"])
+                e["fields"].append({k: v for k, v in res.items()
+                                    if k not in ("bench", "impl", "value", "unit")})
+                e["answer"] = int(res["answer"]) if res.get("answer", "").isdigit() else None
+                e["n"] = int(res["n"]) if res.get("n", "").isdigit() else None
+            if r > 0:
+                vpstat_runs.extend(dict(v, run=r) for v in vps)
+        if all(e["status"] == "pending" for e in mine):
+            parts = []
+            for e in mine:
+                e["status"] = "ok"
+                e["median"] = statistics.median(e["samples"])
+                e["min"], e["max"] = min(e["samples"]), max(e["samples"])
+                parts.append(f"{e['bench']} {fmt(e['median'])} {e['unit']}")
+            progress.note(f"{label}: medians " + ", ".join(parts[:4]) + (" ..." if len(parts) > 4 else ""))
+    return entries, vpstat_runs
+
+
+# ---- the report -------------------------------------------------------------------------------
+
+def notes(e):
+    if e["status"] != "ok":
+        return f"{e['status']}" + (f" ({e['reason']})" if e["reason"] else "")
+    note = e["what"]
+    last = e["fields"][-1] if e["fields"] else {}
+    if e["bench"] == "smp-distribution":
+        reached = sum(1 for f in e["fields"] if f.get("reached") == "1")
+        note += f"; share reached in {reached}/{len(e['fields'])} runs"
+        if reached < len(e["fields"]):
+            note += " (in the others: the fork-done time)"
+    if "per_vp" in last:
+        note += f"; per VP (last run) {last['per_vp']}"
+    if "switches_per_yield" in last:
+        note += f"; {last['switches_per_yield']} switches/yield"
+    if "switches_per_vp" in last and e["bench"] == "smp-ring":
+        note += f"; switches per VP {last['switches_per_vp']}"
+    if e["answer"] is not None:
+        note += f"; answer {e['answer']} ok"
+    return note
+
+
+def table_rows(entries):
+    rows = []
+    for e in entries:
+        ok = e["status"] == "ok"
+        n = e["n"]
+        rows.append([e["bench"], e["impl"], fmt(e["median"]) if ok else "-",
+                     f"{fmt(e['min'])} - {fmt(e['max'])}" if ok else "-", e["unit"],
+                     f"{n:,}" if n is not None else "-", str(len(e["samples"])), notes(e)])
+    return rows
+
+
+def checks(entries, settings):
+    """The acceptance checks of issue #3: dicts name, value, op, target, status, reason, detail."""
+    n = settings["vps"]
+    by = {(e["bench"], e["impl"]): e for e in entries}
+    out = []
+
+    def med(bench, impl):
+        e = by.get((bench, impl))
+        if e is None:
+            raise LookupError(f"{bench} ({impl}) not run")
+        if e["status"] != "ok":
+            raise LookupError(f"{bench} ({impl}) {e['status']}")
+        return e["median"]
+
+    def add(name, op, target, fn):
+        r = {"name": name, "op": op, "target": target, "value": None, "status": None,
+             "reason": None, "detail": None}
+        try:
+            r["value"], r["detail"] = fn()
+        except LookupError as exc:
+            r["status"], r["reason"] = "n/a", str(exc)
+        except ZeroDivisionError:
+            r["status"], r["reason"] = "n/a", "a zero median"
+        if r["status"] is None:
+            v = r["value"]
+            ok = {"<=": v <= target, "<": v < target, ">=": v >= target}[op]
+            r["status"] = "PASS" if ok else "FAIL"
+        out.append(r)
+
+    radices = settings["radices"]
+    un = f"ursa-{n}vp"
+
+    def dist():
+        rot, lb2 = med("smp-distribution", f"ursa-rotator-{n}vp"), med("smp-distribution", f"ursa-lb2-{n}vp")
+        fields = by[("smp-distribution", f"ursa-rotator-{n}vp")]["fields"]
+        missed = sum(1 for f in fields if f.get("reached") != "1")
+        return rot / lb2, (f"rotator {fmt(rot)} ms, lb2 {fmt(lb2)} ms"
+                           + (f"; rotator missed the share in {missed} runs" if missed else ""))
+
+    def worst(num_impl, den_impl, pick_max=True):
+        ratios = [(med(f"radix-2^{r}", num_impl) / med(f"radix-2^{r}", den_impl), r) for r in radices]
+        v, r = max(ratios) if pick_max else min(ratios)
+        return v, f"worst at 2^{r}; " + ", ".join(f"2^{x}: {fmt(y)}" for y, x in ratios)
+
+    def ratio(bench, num_impl, den_impl):
+        a, b = med(bench, num_impl), med(bench, den_impl)
+        return a / b, f"{fmt(a)} / {fmt(b)}"
+
+    add(f"distribution cost, {n} VPs: rotator / lb2", "<=", 0.5, dist)
+    add(f"radix sort: ursa {n} VPs / pthread, every radix (worst)", "<", 1.0,
+        lambda: worst(un, "pthread"))
+    if 8 in radices:
+        add(f"radix sort 2^8: pthread / ursa {n} VPs (speed-up)", ">=", 3.5,
+            lambda: ratio("radix-2^8", "pthread", un))
+    add(f"radix sort: ursa {n} VPs / fixed {n} kernel threads, every radix (worst)", "<=", 1.3,
+        lambda: worst(un, f"fixed-{n}kt"))
+    if 8 in radices:
+        add(f"radix sort 2^8: ursa 1 VP / ursa {n} VPs (speed-up)", ">=", 1.7,
+            lambda: ratio("radix-2^8", "ursa-1vp", un))
+    add(f"thread-ring: {n} VPs / 1 VP", "<=", 1.5, lambda: ratio("smp-ring", un, "ursa-1vp"))
+    def groups():
+        one, reg = med("smp-groups", "ursa-1vp"), med("smp-groups", f"regions-{n}vp")
+        other = []
+        for v in ("unbound", "any"):
+            try:
+                other.append(f"{v} {fmt(one / med('smp-groups', f'{v}-{n}vp'))}x")
+            except LookupError:
+                pass
+        return one / reg, f"{fmt(one)} / {fmt(reg)}" + (f"; speed-up {', '.join(other)}" if other else "")
+
+    add(f"two independent groups: 1 VP time / {n} VPs with regions (speed-up)", ">=", 1.9, groups)
+    return out
+
+
+def check_rows(results):
+    rows = []
+    for c in results:
+        value = fmt(c["value"]) if c["value"] is not None else "-"
+        result = c["status"] + (f" ({c['reason']})" if c["reason"] else "")
+        rows.append([c["name"], value, f"{c['op']} {c['target']}", result, c["detail"] or ""])
+    return rows
+
+
+CHECK_HEAD = ["check", "value", "goal", "result", "detail"]
+VP_HEAD = ["radix", "VP", "wall ms", "asleep ms", "on CPU ms", "runq ms", "switches", "idle_waits",
+           "threads created"]
+
+
+def vp_rows(vpstats, settings):
+    """Medians over the timed runs of the ursa-N-VP radix sort's VPSTAT lines, per radix and VP."""
+    impl = f"ursa-{settings['vps']}vp"
+    groups = {}
+    for v in vpstats:
+        if v.get("impl") != impl:
+            continue
+        groups.setdefault((v.get("bench"), int(v.get("vp", 0))), []).append(v)
+    rows = []
+    for r in settings["radices"]:
+        for vp in range(settings["vps"]):
+            runs = groups.get((f"radix-2^{r}", vp))
+            if not runs:
+                continue
+
+            def m(key, as_int=False):
+                vals = [float(x[key]) for x in runs if key in x]
+                if not vals:
+                    return "-"
+                v = statistics.median(vals)
+                return f"{v:,.0f}" if as_int else (fmt(v) if v >= 0 else "n/a")
+            rows.append([f"2^{r}", str(vp), m("wall_ms"), m("asleep_ms"), m("cpu_ms"), m("runq_ms"),
+                         m("switches", True), m("idle_waits", True), m("created", True)])
+    return rows
