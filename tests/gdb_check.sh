@@ -19,6 +19,8 @@ set -u
 exe=$1 kind=$2 libdir=$3 script=$4 sanitize=$5 context=$6 proc=$7
 
 skip() { echo "gdb_check: skipped: $*"; exit 77; }
+# The expected listing parks every thread on VP 0: the target runs on one VP.
+export URSA_VPS=1
 [ -z "$sanitize" ] || skip "sanitizer build (URSA_SANITIZE=$sanitize)"
 case $proc in x86_64|AMD64|amd64) ;; *) skip "not x86-64 ($proc): the script reads the x86-64 context layout";; esac
 [ "$context" = asm ] || skip "URSA_CONTEXT=$context: the script reads the asm context layout"

@@ -15,3 +15,4 @@ TEST(thread_dump)
 #include "list-pt.h"
 #include "list-queues.h"
 #include "list-smp.h"
+#include "list-trace.h"

@@ -261,9 +261,54 @@ struct ursa__global {
   struct ursa__vp **vps;             /* vps[i], vps[0] == &vp0                                */
   int64_t  live;                     /* atomic: live threads (SMP)                            */
   int      sleepers;                 /* atomic: VPs asleep with no timer (vp.c)               */
+  int      idle_vps;                 /* atomic: VPs in their idle context (policy.c balances)  */
   uint32_t timers_cap_all;           /* every VP's heap holds at least this many (SMP)        */
 };
 URSA_HIDDEN extern struct ursa__global ursa__g;
+
+/* ---- scheduler trace (trace.c; URSA_TRACE=file, docs/TRACE.md) ------------------------------- */
+/* Every hook is one predictable branch on the flag ursa__trace_flag.on and, only when it is set,
+ * an out-of-line call that appends an event to the calling VP's own buffer (no lock, no atomics).
+ * The build option -DURSA_WITH_TRACE=OFF compiles the hooks out (URSA_NO_TRACE).
+ *
+ * The flag is 1 while URSA_TRACE records: set by ursa_init before VPs 1..N-1 start, cleared by
+ * ursa_fini after they stopped (or by the atexit writer); read with relaxed loads (plain moves).
+ * It sits alone at page offset 0xf00 (trace.c aligns the variable to a page): the switch path
+ * reads it among its stores to thread descriptors, and a load whose address matches an in-flight
+ * store's in the low 12 bits is delayed (4K aliasing).  Measured on the one-VP yield ping-pong:
+ * 7.8 ns/switch with the flag at offsets 0x000, 0x3cc, 0xb48 or 0xf00, 9.9 ns at 0x34c (where a
+ * field of ursa__g happened to land; which store it met was not identified).  The hot fields of
+ * descriptors on ursa stacks, and the frames below them, lie below 0xec0 whatever their cache
+ * colour (stack.c): 0xf00 keeps clear of them. */
+struct ursa__trace_flag {
+  char pad[0xf00];
+  int  on;
+};
+URSA_HIDDEN extern struct ursa__trace_flag ursa__trace_flag;
+#ifdef URSA_NO_TRACE
+#  define URSA__TRACING() 0
+#else
+#  define URSA__TRACING() ursa_unlikely(__atomic_load_n(&ursa__trace_flag.on, __ATOMIC_RELAXED) != 0)
+#endif
+struct ursa__thread;
+/* A switch on vp from `from` (vp->cur) to `to`: ends from's slice, starts to's. */
+URSA_HIDDEN void ursa__trace_switch(struct ursa__vp *vp, const struct ursa__thread *from,
+                                    const struct ursa__thread *to) __attribute__((cold));
+/* self (running the waker) makes the BLOCKED thread t ready to run on VP to_vp, with result res. */
+URSA_HIDDEN void ursa__trace_wake(struct ursa__vp *self, const struct ursa__thread *t, unsigned to_vp,
+                                  int res) __attribute__((cold));
+/* vp starts (begin = 1) or ends (0) a wait in the kernel with nothing to run. */
+URSA_HIDDEN void ursa__trace_idle(struct ursa__vp *vp, int begin) __attribute__((cold));
+/* Hook point for preemption (issue #4, not written yet): the safe point that takes the CPU from
+ * the running thread t calls this before its switch, so the trace marks the slice's end as a
+ * preemption.  Nothing calls it today. */
+URSA_HIDDEN void ursa__trace_preempt(struct ursa__vp *vp, const struct ursa__thread *t) __attribute__((cold));
+/* ursa_init: reads URSA_TRACE, opens the file, sets the flag (before VPs 1..N-1 start). */
+URSA_HIDDEN void ursa__trace_init(void);
+/* ursa_fini, once every VP's kernel thread is joined: writes the file and frees the buffers. */
+URSA_HIDDEN void ursa__trace_fini(void);
+/* A failed ursa_init: drops the buffers and the file. */
+URSA_HIDDEN void ursa__trace_discard(void);
 
 /* ---- wait queues (queue.h-style inline helpers) ----------------------------------------------- */
 static inline bool ursa__q_empty(const struct ursa__waitq *q) { return q->head == NULL; }
@@ -368,8 +413,9 @@ static inline void ursa__runq_replace(struct ursa__vp *vp, struct ursa__thread *
 #endif
 
 /* Everything a switch from `from` (vp->cur) to `to` does before the jump.  `from` must already be
- * where it belongs (run queue, a wait queue, or ZOMBIE). */
-static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
+ * where it belongs (run queue, a wait queue, or ZOMBIE).  The _raw version leaves out the trace's
+ * hook: URSA__SWITCH_RETURN tests the flag itself (see there). */
+static inline void ursa__switch_prepare_raw(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
   from->saved_errno = *vp->errno_p;                           /* errno is per ursa thread */
   *vp->errno_p = to->saved_errno;
 #if URSA_TSAN
@@ -387,6 +433,10 @@ static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread
   __tsan_switch_to_fiber(to->tsan_fiber, 0);
 #endif
 }
+static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
+  if (URSA__TRACING()) ursa__trace_switch(vp, from, to);     /* URSA_TRACE (trace.c) */
+  ursa__switch_prepare_raw(vp, from, to);
+}
 
 /* Switches from `from` to `to` and returns, from the function that uses it, the wake result of
  * `from` once something switches back.  The jump carries the resumed thread's wake result as its
@@ -394,28 +444,38 @@ static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread
  * resumed thread returns straight to its caller.  (Measured: a switch that ends in a tail call
  * keeps the return-address predictor in step; one more return level after the jump cost ~2x.) */
 #if URSA_ASAN
-#  define URSA__SWITCH_RETURN(vp, from, to)                                               \
+#  define URSA__SWITCH_RETURN_RAW(vp, from, to)                                           \
      do {                                                                                 \
        int r_;                                                                            \
-       ursa__switch_prepare(vp, from, to);                                                      \
+       ursa__switch_prepare_raw(vp, from, to);                                                  \
        r_ = ursa__ctx_switch(&(from)->ctx, &(to)->ctx, (to)->wake_result);           \
        __sanitizer_finish_switch_fiber((from)->asan_fake, NULL, NULL);                    \
        return r_;                                                                         \
      } while (0)
 #else
-#  define URSA__SWITCH_RETURN(vp, from, to)                                               \
+#  define URSA__SWITCH_RETURN_RAW(vp, from, to)                                           \
      do {                                                                                 \
-       ursa__switch_prepare(vp, from, to);                                                      \
+       ursa__switch_prepare_raw(vp, from, to);                                                  \
        return ursa__ctx_switch(&(from)->ctx, &(to)->ctx, (to)->wake_result);         \
      } while (0)
 #endif
+/* The trace's hook on the tail-called switch paths: when tracing, the whole switch is done by
+ * ursa__switch_traced (trace.c), itself tail-called.  A call to the recorder before the switch
+ * would keep `from` and `to` live across it, and the compiler then saves two callee-saved
+ * registers on every switch (measured: ursa_yield gained two pushes and two pops); this way the
+ * untraced path pays only the load and the branch. */
+URSA_HIDDEN int ursa__switch_traced(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to);
+#define URSA__SWITCH_RETURN(vp, from, to)                                                 \
+   do {                                                                                   \
+     if (URSA__TRACING()) return ursa__switch_traced(vp, from, to);                       \
+     URSA__SWITCH_RETURN_RAW(vp, from, to);                                               \
+   } while (0)
 
 URSA_HIDDEN int  ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline);
 URSA_HIDDEN void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t);
 URSA_HIDDEN void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadline);
 /* Several VPs: finishing the running thread (src/sched/vp.c). */
 URSA_HIDDEN void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *result) __attribute__((noreturn));
-URSA_HIDDEN void ursa__wake_timed(struct ursa__thread *t, int res);
 
 /* Blocks the running thread until ursa__wake; it must already be on the wait queue of obj (or on
  * none).  lock is obj's lock (NULL for none): held by the caller when vp->smp, released here once
@@ -453,19 +513,26 @@ static inline void ursa__prefetch_frame(const struct ursa__thread *t) {
  * off every wait queue (taken by ursa__q_take).  Never switches.  One VP: t goes to the tail of
  * the run queue.  Several VPs: t runs on the waker's VP unless it is pinned (see vp.c). */
 URSA_HIDDEN void ursa__wake_smp(struct ursa__thread *t, int res);
+/* One VP, t without a timer: READY at the tail of the run queue. */
+static inline void ursa__wake_ready(struct ursa__thread *t, int res) {
+  t->wake_result = res;
+  ursa__set_state(t, URSA__READY);                    /* wait_kind is read only while BLOCKED */
+  ursa__runq_push(t->vp, t);
+}
+/* One VP, the rare cases: t has a timer (cancelled first), or URSA_TRACE records the wake-up.
+ * One out-of-line call for both keeps callers frameless (with two, GCC gave sem_post a frame). */
+URSA_HIDDEN void ursa__wake_slow(struct ursa__thread *t, int res);
 static inline void ursa__wake_if(bool smp, struct ursa__thread *t, int res) {
   URSA_ASSERT(t->state == URSA__BLOCKED);
   if (ursa_unlikely(smp)) {                  /* several VPs: src/sched decides where t runs */
     ursa__wake_smp(t, res);
     return;
   }
-  if (ursa_unlikely(t->heap_idx != 0)) {
-    ursa__wake_timed(t, res);                /* out of line: keeps callers frameless */
+  if (ursa_unlikely(t->heap_idx != 0) || URSA__TRACING()) {
+    ursa__wake_slow(t, res);
     return;
   }
-  t->wake_result = res;
-  ursa__set_state(t, URSA__READY);                    /* wait_kind is read only while BLOCKED */
-  ursa__runq_push(t->vp, t);
+  ursa__wake_ready(t, res);
 }
 static inline void ursa__wake(struct ursa__thread *t, int res) { ursa__wake_if(t->vp->smp, t, res); }
 

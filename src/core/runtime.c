@@ -167,7 +167,9 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__tls_vp = vp;
   ursa__g.initialized = 1;
   (void)ursa__stack_prealloc(vp, c.stack_prealloc);   /* best effort: create maps on demand */
+  ursa__trace_init();                                 /* URSA_TRACE: before VPs 1..N-1 start */
   if (ursa__g.nvps > 1 && (err = ursa__smp_init()) != 0) {
+    ursa__trace_discard();
     ursa__tls_vp = NULL;
     ursa__g.initialized = 0;
     ursa__overflow_handler_remove();
@@ -208,6 +210,7 @@ int ursa_fini(void) {
   if (vp != &ursa__g.vp0) return -EPERM;
   ursa__reap(vp);
   if (vp->smp) ursa__smp_fini();                      /* keeps the counters (stats_keep) */
+  ursa__trace_fini();                                 /* URSA_TRACE: every VP has stopped */
   ursa__overflow_handler_remove();
   ursa__stack_pool_drain(vp);
   ursa__threads_fini();

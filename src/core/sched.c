@@ -184,9 +184,10 @@ void ursa__wake_smp(struct ursa__thread *t, int res) {
   ursa__smp_wake(ursa__tls_vp, t, res);
 }
 
-void ursa__wake_timed(struct ursa__thread *t, int res) {
-  ursa__timer_cancel(t->vp, t);
-  ursa__wake(t, res);                                         /* now without a timer */
+void ursa__wake_slow(struct ursa__thread *t, int res) {
+  if (t->heap_idx) ursa__timer_cancel(t->vp, t);
+  if (URSA__TRACING()) ursa__trace_wake(t->vp, t, 0, res);   /* URSA_TRACE: one VP */
+  ursa__wake_ready(t, res);
 }
 
 void ursa__timers_fire(struct ursa__vp *vp, uint64_t now) {
@@ -240,8 +241,11 @@ static struct ursa__thread *next_ready(struct ursa__vp *vp) {
     {
       uint64_t d = vp->timers[1]->deadline;
       struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
+      bool tr = URSA__TRACING();
       vp->stats.idle_waits++;
+      if (tr) ursa__trace_idle(vp, 1);                      /* URSA_TRACE: idle slice */
       while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+      if (tr) ursa__trace_idle(vp, 0);
     }
   }
 }
@@ -308,6 +312,7 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
   } else if (cur->joiner) {
     next = cur->joiner;
     if (ursa_likely(vp->ntimers == 0 && ursa__runq_empty(vp) && next->heap_idx == 0)) {
+      if (URSA__TRACING()) ursa__trace_wake(vp, next, vp->index, 0);   /* URSA_TRACE */
       next->wake_result = 0;                                  /* it would be next anyway: hand */
       goto run;                                               /* over without the run queue    */
     }
@@ -322,8 +327,12 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
     ursa__deadlock_report(vp);
   }
 run:
-  ursa__switch_prepare(vp, cur, next);
-  ursa__ctx_switch(&cur->ctx, &next->ctx, next->wake_result);
+  if (URSA__TRACING()) {
+    ursa__switch_traced(vp, cur, next);                       /* URSA_TRACE (see internal.h) */
+  } else {
+    ursa__switch_prepare_raw(vp, cur, next);
+    ursa__ctx_switch(&cur->ctx, &next->ctx, next->wake_result);
+  }
   URSA_PANIC("a finished thread was resumed");
 }
 

@@ -11,6 +11,10 @@
  *            and no read-modify-write anywhere: threads travel round the ring until a VP has room.
  *            A VP whose Protect Queue is over capacity also hands its newest unpinned threads to
  *            its Waiver Queue at a switch, so work created on one VP spreads.
+ *
+ * While some VP is idle (ursa__g.idle_vps > 0) the capacity counts as 1 for every policy: a VP
+ * with two or more ready threads passes the others on, so an idle VP gets work even when no
+ * Protect Queue is full (Lesser Bear's fixed capacity left it idle then).
  *   lb2      Lesser Bear LB2.  Overflow goes to the VP's own Waiver Queue (its owner pushes without
  *            a lock); a VP whose Protect Queue is empty takes threads from any Waiver Queue, its
  *            own first, holding that queue's consumer lock (so consumers are serialized).
@@ -85,15 +89,15 @@ bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen
   struct ursa__smp *x = vp->x;
   switch (ursa__g.policy) {
   case URSA__POL_ROTATOR:
-    if (pqlen < ursa__g.pq_cap || !ursa__wq_push(&x->wq, t)) return false;
+    if (pqlen < ursa__pol_keep(vp) || !ursa__wq_push(&x->wq, t)) return false;
     ursa__vp_kick(x->fwd);
     return true;
   case URSA__POL_LB2:
-    if (pqlen < ursa__g.pq_cap || !ursa__wq_push(&x->wq, t)) return false;
+    if (pqlen < ursa__pol_keep(vp) || !ursa__wq_push(&x->wq, t)) return false;
     kick_one(vp);
     return true;
   case URSA__POL_STEAL:
-    if (pqlen < ursa__g.pq_cap || !ursa__deque_push(&x->dq, t)) return false;
+    if (pqlen < ursa__pol_keep(vp) || !ursa__deque_push(&x->dq, t)) return false;
     kick_one(vp);
     return true;
   default:                                              /* global */
@@ -108,30 +112,70 @@ bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen
   }
 }
 
+/* Takes the newest unpinned thread of vp's Protect Queue ring (owner only), NULL if the newest is
+ * pinned or the ring is empty. */
+static struct ursa__thread *pq_take_newest(struct ursa__vp *vp) {
+  struct ursa__runq *q = &vp->runq;
+  struct ursa__thread *t;
+  if (q->tail == q->head) return NULL;
+  t = q->buf[(q->tail - 1) & q->mask];
+  if (t->pinned || t->region) return NULL;
+  q->tail--;
+  return t;
+}
+
+
+
+/* Gives vp's ready threads beyond keep() to its own shared structure; true if any moved. */
+static bool pass_on(struct ursa__vp *vp, uint32_t len) {
+  struct ursa__smp *x = vp->x;
+  uint32_t k = ursa__pol_keep(vp);
+  bool passed = false;
+  while (len > k) {
+    struct ursa__thread *t = pq_take_newest(vp);
+    bool ok;
+    if (t == NULL) break;
+    ok = ursa__g.policy == URSA__POL_STEAL ? ursa__deque_push(&x->dq, t) : ursa__wq_push(&x->wq, t);
+    if (!ok) { vp->runq.tail++; break; }               /* full: put it back where it was */
+    len--;
+    passed = true;
+  }
+  return passed;
+}
+
 /* Rotator: the ring step at every switch. */
 static void rotate(struct ursa__vp *vp) {
   struct ursa__smp *x = vp->x;
   struct ursa__wq *in = &x->bwd->x->wq;
   struct ursa__thread *t;
   bool passed = false;
-  uint32_t n = ursa__wq_len(in);          /* a snapshot: two VPs passing threads round the ring */
-  while (n-- > 0 && (t = ursa__wq_pop(in)) != NULL) {   /* must not chase each other forever */
-    if (ursa__pq_len(vp) < ursa__g.pq_cap || !ursa__wq_push(&x->wq, t)) ursa__pq_push(vp, t);
-    else passed = true;
+  uint32_t len = ursa__pq_len(vp), cap = ursa__g.pq_cap;      /* intake: up to the capacity */
+  if (!ursa__wq_empty(in)) {
+    uint32_t n = ursa__wq_len(in);        /* a snapshot: two VPs passing threads round the ring */
+    while (n-- > 0 && (t = ursa__wq_pop(in)) != NULL) {   /* must not chase each other forever */
+      if (len < cap || !ursa__wq_push(&x->wq, t)) { ursa__pq_push(vp, t); len++; }
+      else passed = true;
+    }
   }
   /* Over capacity (threads created or woken here): pass the newest unpinned ones on. */
-  while (ursa__pq_len(vp) > ursa__g.pq_cap && vp->runq.tail != vp->runq.head) {
-    struct ursa__runq *q = &vp->runq;
-    t = q->buf[(q->tail - 1) & q->mask];
-    if (t->pinned || t->region || !ursa__wq_push(&x->wq, t)) break;
-    q->tail--;
-    passed = true;
-  }
+  if (len > ursa__pol_keep(vp) && pass_on(vp, len)) passed = true;
   if (passed) ursa__vp_kick(x->fwd);
 }
 
 void ursa__pol_switch(struct ursa__vp *vp) {
-  if (ursa__g.policy == URSA__POL_ROTATOR) rotate(vp);
+  switch (ursa__g.policy) {
+  case URSA__POL_ROTATOR:
+    rotate(vp);
+    return;
+  case URSA__POL_LB2:
+  case URSA__POL_STEAL: {                              /* over capacity: make it stealable */
+    uint32_t len = ursa__pq_len(vp);
+    if (len > ursa__pol_keep(vp) && pass_on(vp, len)) kick_one(vp);
+    return;
+  }
+  default:
+    return;
+  }
 }
 
 /* LB2: take up to pq_cap threads from v's Waiver Queue under its consumer lock. */

@@ -22,6 +22,22 @@ URSA_HIDDEN struct ursa__thread *ursa__pol_fetch(struct ursa__vp *vp);
 URSA_HIDDEN bool ursa__pol_has_work(struct ursa__vp *vp);
 URSA_HIDDEN const char *ursa__pol_name(int policy);
 
+/* Ready threads vp keeps before it passes the rest on: the Protect Queue's capacity, or 1 while
+ * another VP is idle, so that work spreads below the capacity too. */
+static inline uint32_t ursa__pol_keep(const struct ursa__vp *vp) {
+  int others = __atomic_load_n(&ursa__g.idle_vps, __ATOMIC_RELAXED) - (int)vp->x->in_idle;
+  return others > 0 ? 1u : ursa__g.pq_cap;
+}
+
+/* Whether ursa__pol_switch has anything to do at this switch (vp's Protect Queue holds len). */
+static inline bool ursa__pol_switch_needed(const struct ursa__vp *vp, uint32_t len) {
+  switch (ursa__g.policy) {
+  case URSA__POL_ROTATOR: return !ursa__wq_empty(&vp->x->bwd->x->wq) || len > ursa__pol_keep(vp);
+  case URSA__POL_GLOBAL:  return false;
+  default:                return len > ursa__pol_keep(vp);
+  }
+}
+
 /* The Protect Queue (vp.c) */
 URSA_HIDDEN void ursa__pq_push(struct ursa__vp *vp, struct ursa__thread *t);
 URSA_HIDDEN struct ursa__thread *ursa__pq_pop(struct ursa__vp *vp);

@@ -35,6 +35,7 @@ struct ursa__smp {
   void                *altstack;      /* its alternate signal stack                             */
   uint64_t             idle_ns;       /* time asleep in the kernel                              */
   uint64_t             migrations_in; /* threads that arrived from another VP                  */
+  uint8_t              in_idle;       /* counted in ursa__g.idle_vps                            */
 
   /* the Waiver Queue: pushed by the owner, popped by forward(i) (rotator) or by any VP under
    * wq_lock (lb2); and the work-stealing deque (steal) */

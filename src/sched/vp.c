@@ -78,6 +78,9 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#if URSA_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
 
 #define URSA__IDLE_SPIN_NS 20000u           /* an idle VP polls this long before it sleeps */
 #define URSA__ID_BLOCK     1024u            /* thread ids taken from the global counter at a time */
@@ -136,40 +139,48 @@ void ursa__vp_kick(struct ursa__vp *v) {
 
 /* ---- the local Protect Queue: the ring, then its overflow list (owner only) ------------------- */
 
-static uint32_t pq_len(const struct ursa__vp *vp) {
+static inline uint32_t pq_len(const struct ursa__vp *vp) {
   return ursa__runq_len(vp) + vp->x->xlen;
 }
 
-void ursa__pq_push(struct ursa__vp *vp, struct ursa__thread *t) {
+/* The overflow list: while it is in use every push goes there, so FIFO order holds. */
+static URSA_NOINLINE void pq_push_extra(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__smp *x = vp->x;
-  struct ursa__runq *q = &vp->runq;
-  bool ring_full = q->tail - q->head > q->mask;
-  t->vp = vp;
-  if (x->xhead == NULL && !ring_full && !(q->next != NULL && q->tail - q->head == q->mask)) {
-    t->in_extra = 0;
-    ursa__runq_push(vp, t);
-  } else {                                             /* FIFO: once the list is in use, append */
-    t->in_extra = 1;
-    t->qnext = NULL;
-    if (x->xtail) x->xtail->qnext = t; else x->xhead = t;
-    x->xtail = t;
-    x->xlen++;
-  }
-  __atomic_store_n(&x->load, pq_len(vp), __ATOMIC_RELAXED);
+  t->in_extra = 1;
+  t->qnext = NULL;
+  if (x->xtail) x->xtail->qnext = t; else x->xhead = t;
+  x->xtail = t;
+  x->xlen++;
 }
 
-struct ursa__thread *ursa__pq_pop(struct ursa__vp *vp) {
-  struct ursa__smp *x = vp->x;
-  struct ursa__thread *t = ursa__runq_pop(vp);
-  if (t == NULL && (t = x->xhead) != NULL) {
-    x->xhead = t->qnext;
-    if (x->xhead == NULL) x->xtail = NULL;
-    x->xlen--;
+static inline void pq_push(struct ursa__vp *vp, struct ursa__thread *t) {
+  struct ursa__runq *q = &vp->runq;
+  t->vp = vp;
+  if (ursa_likely(vp->x->xhead == NULL && q->tail - q->head <= q->mask)) {   /* the ring has room */
+    t->in_extra = 0;
+    ursa__runq_push(vp, t);
+    return;
   }
-  if (t) __atomic_store_n(&x->load, pq_len(vp), __ATOMIC_RELAXED);
+  pq_push_extra(vp, t);
+}
+
+static URSA_NOINLINE struct ursa__thread *pq_pop_extra(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  struct ursa__thread *t = x->xhead;
+  x->xhead = t->qnext;
+  if (x->xhead == NULL) x->xtail = NULL;
+  x->xlen--;
   return t;
 }
 
+static inline struct ursa__thread *pq_pop(struct ursa__vp *vp) {
+  struct ursa__thread *t = ursa__runq_pop(vp);
+  if (ursa_unlikely(t == NULL) && vp->x->xhead != NULL) t = pq_pop_extra(vp);
+  return t;
+}
+
+void ursa__pq_push(struct ursa__vp *vp, struct ursa__thread *t) { pq_push(vp, t); }
+struct ursa__thread *ursa__pq_pop(struct ursa__vp *vp) { return pq_pop(vp); }
 uint32_t ursa__pq_len(const struct ursa__vp *vp) { return pq_len(vp); }
 
 /* ---- the inbox (any VP pushes, the owner drains) ---------------------------------------------- */
@@ -185,10 +196,9 @@ static void inbox_push(struct ursa__vp *v, struct ursa__thread *t) {
   ursa__vp_kick(v);
 }
 
-static void inbox_drain(struct ursa__vp *vp) {
+static URSA_NOINLINE void inbox_drain(struct ursa__vp *vp) {
   struct ursa__smp *x = vp->x;
   struct ursa__thread *t;
-  if (__atomic_load_n(&x->inbox_n, __ATOMIC_RELAXED) == 0) return;
   ursa__spin_lock(&x->inbox_lock);
   t = x->inbox_head;
   x->inbox_head = x->inbox_tail = NULL;
@@ -211,15 +221,24 @@ static struct ursa__vp *home_of(const struct ursa__thread *t) {
 }
 
 void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
-  struct ursa__vp *home = home_of(t);
+  struct ursa__vp *home;
+  if (ursa_likely(t->region == NULL && !t->pinned && where == self)) {   /* the common case */
+    if (ursa__g.policy != URSA__POL_GLOBAL && pq_len(self) < ursa__pol_keep(self)) {
+      pq_push(self, t);
+      return;
+    }
+    if (!ursa__pol_offer(self, t, pq_len(self))) pq_push(self, t);   /* shared structure */
+    return;
+  }
+  home = home_of(t);
   if (home) where = home;
   if (where != self) {                                 /* another VP's queues are its own */
     t->vp = where;
     inbox_push(where, t);
     return;
   }
-  if (home == NULL && ursa__pol_offer(self, t, pq_len(self))) return;   /* shared structure */
-  ursa__pq_push(self, t);
+  if (home == NULL && ursa__pol_offer(self, t, pq_len(self))) return;
+  pq_push(self, t);
 }
 
 /* ---- picking the next thread ------------------------------------------------------------------ */
@@ -228,23 +247,24 @@ void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa_
  * threads (the rotator drains VP_backward's Waiver Queue here), applies region moves -- except
  * the move of `stays`, the region of a thread that may go on running here (a yield that finds
  * nothing else to run). */
-static struct ursa__thread *pick(struct ursa__vp *vp, const struct ursa__region *stays) {
+static inline struct ursa__thread *pick(struct ursa__vp *vp, const struct ursa__region *stays) {
+  struct ursa__smp *x = vp->x;
   struct ursa__thread *t;
-  inbox_drain(vp);
-  if (ursa_unlikely(__atomic_load_n(&vp->x->moves, __ATOMIC_RELAXED))) ursa__regions_apply(vp, stays);
-  ursa__pol_switch(vp);
+  if (ursa_unlikely(__atomic_load_n(&x->inbox_n, __ATOMIC_RELAXED) != 0)) inbox_drain(vp);
+  if (ursa_unlikely(__atomic_load_n(&x->moves, __ATOMIC_RELAXED))) ursa__regions_apply(vp, stays);
+  if (ursa_unlikely(ursa__pol_switch_needed(vp, pq_len(vp)))) ursa__pol_switch(vp);
   for (;;) {
-    t = ursa__pq_pop(vp);
-    if (t == NULL) t = ursa__pol_fetch(vp);
-    if (t == NULL) return NULL;
-    {
-      struct ursa__vp *home = home_of(t);
-      if (ursa_likely(home == NULL || home == vp)) break;
-      t->vp = home;                                    /* its region moved away: forward it */
-      inbox_push(home, t);
-    }
+    struct ursa__vp *home;
+    t = pq_pop(vp);
+    if (ursa_unlikely(t == NULL) && (t = ursa__pol_fetch(vp)) == NULL) break;
+    if (ursa_likely(t->region == NULL && !t->pinned)) break;
+    home = home_of(t);
+    if (home == NULL || home == vp) break;
+    t->vp = home;                                      /* its region moved away: forward it */
+    inbox_push(home, t);
   }
-  t->vp = vp;
+  if (t) t->vp = vp;
+  __atomic_store_n(&x->load, pq_len(vp), __ATOMIC_RELAXED);   /* for placement (URSA_VP_ANY) */
   return t;
 }
 
@@ -314,7 +334,7 @@ bool ursa__claim_for_waker(struct ursa__thread *t) {
   return false;
 }
 
-void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res) {
+static inline void smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res) {
   struct ursa__vp *tv = t->timer_vp;
   if (tv) {                                            /* we won the claim: cancel the timer */
     ursa__spin_lock(&tv->tlock);
@@ -325,6 +345,19 @@ void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res) {
   t->wake_result = res;
   ursa__set_state(t, URSA__READY);
   ursa__smp_ready(self, t, self);
+}
+
+/* URSA_TRACE: records the wake-up (t goes to its home, or to the waker's VP), then does it.  Out
+ * of line and tail-called, so the untraced path keeps nothing live across a call. */
+static URSA_NOINLINE void smp_wake_traced(struct ursa__vp *self, struct ursa__thread *t, int res) {
+  struct ursa__vp *home = home_of(t);
+  ursa__trace_wake(self, t, (home ? home : self)->index, res);
+  smp_wake(self, t, res);
+}
+
+void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res) {
+  if (URSA__TRACING()) { smp_wake_traced(self, t, res); return; }
+  smp_wake(self, t, res);
 }
 
 void ursa__smp_timers_fire(struct ursa__vp *vp, uint64_t now) {
@@ -348,6 +381,10 @@ void ursa__smp_timers_fire(struct ursa__vp *vp, uint64_t now) {
     }
     if (t->wait_lock) ursa__spin_unlock(t->wait_lock);
     vp->stats.timers++;
+    if (URSA__TRACING()) {                             /* URSA_TRACE: the timer wakes t */
+      struct ursa__vp *home = home_of(t);
+      ursa__trace_wake(vp, t, (home ? home : vp)->index, -ETIMEDOUT);
+    }
     t->timer_vp = NULL;
     t->wake_result = -ETIMEDOUT;
     ursa__set_state(t, URSA__READY);
@@ -394,16 +431,20 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
   struct ursa__smp *x = vp->x;
   uint32_t s = __atomic_load_n(&x->wakeseq, __ATOMIC_ACQUIRE);
   uint64_t t0;
+  bool tr;
   __atomic_exchange_n(&x->sleeping, 2u, __ATOMIC_SEQ_CST);    /* publish: pairs with ursa__vp_kick */
   if (has_work(vp) || __atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) {
     if (__atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL) == 0) wait_taken(x, s);
     return;
   }
   t0 = ursa__now();
+  tr = URSA__TRACING();
+  if (tr) ursa__trace_idle(vp, 1);                     /* URSA_TRACE: idle slice */
   if (deadline == 0) {
     uint32_t expect = 2;
     if (!__atomic_compare_exchange_n(&x->sleeping, &expect, 3u, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
       wait_taken(x, s);                                /* a waker was faster */
+      if (tr) ursa__trace_idle(vp, 0);
       return;
     }
     if (__atomic_add_fetch(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL) == (int)ursa__g.nvps) {
@@ -417,11 +458,19 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
       futex_wait(&x->wakeseq, s, deadline);
     if (__atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL) == 0) wait_taken(x, s);
   }
+  if (tr) ursa__trace_idle(vp, 0);
   x->idle_ns += ursa__now() - t0;
   vp->stats.idle_waits++;
 }
 
 /* The idle loop of a VP: runs on the VP's idle context until ursa_fini stops the VP. */
+/* Counts vp in ursa__g.idle_vps while it has nothing to run (policy.c spreads work then). */
+static void set_idle(struct ursa__vp *vp, uint8_t idle) {
+  if (vp->x->in_idle == idle) return;
+  vp->x->in_idle = idle;
+  __atomic_add_fetch(&ursa__g.idle_vps, idle ? 1 : -1, __ATOMIC_RELAXED);
+}
+
 static void idle_loop(struct ursa__vp *vp) {
   struct ursa__smp *x = vp->x;
   for (;;) {
@@ -436,12 +485,13 @@ static void idle_loop(struct ursa__vp *vp) {
     for (;;) {
       if (__atomic_load_n(&vp->ntimers, __ATOMIC_RELAXED)) ursa__smp_timers_fire(vp, ursa__now());
       if ((t = pick(vp, NULL)) != NULL) break;
-      if (__atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) return;
+      if (__atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) { set_idle(vp, 0); return; }
+      set_idle(vp, 1);
       if (spin_end == 0) spin_end = ursa__now() + URSA__IDLE_SPIN_NS;
       else if (ursa__now() >= spin_end) break;
       for (int i = 0; i < 64; i++) cpu_relax();
     }
-    if (t) { run_from_idle(vp, t); continue; }
+    if (t) { set_idle(vp, 0); run_from_idle(vp, t); continue; }
     deadline = next_deadline(vp);
     idle_sleep(vp, deadline);
   }
@@ -476,10 +526,12 @@ struct ursa__vp *ursa__smp_place(struct ursa__vp *self, int want) {
   uint32_t best_load;
   if (want >= 0) return ursa__g.vps[want];
   /* URSA_VP_ANY: the least loaded VP (SplitThreads' arbitrated creation); ties go to the caller */
-  best_load = __atomic_load_n(&self->x->load, __ATOMIC_RELAXED) + 1;   /* the caller runs here */
+  best_load = pq_len(self) + 1;                        /* exact for our own queue; +1: the caller */
   for (i = 0; i < ursa__g.nvps; i++) {
     struct ursa__vp *v = ursa__g.vps[i];
-    uint32_t l = __atomic_load_n(&v->x->load, __ATOMIC_RELAXED) +
+    uint32_t l;
+    if (v == self) continue;
+    l = __atomic_load_n(&v->x->load, __ATOMIC_RELAXED) +   /* as of v's last switch */
                  __atomic_load_n(&v->x->inbox_n, __ATOMIC_RELAXED) +
                  (__atomic_load_n(&v->x->sleeping, __ATOMIC_RELAXED) == 0);
     if (l < best_load) { best_load = l; best = i; }
@@ -574,6 +626,14 @@ static void smp_state_free(struct ursa__vp *vp) {
 
 static void smp_teardown(unsigned started);
 
+static bool under_valgrind(void) {
+#if URSA_VALGRIND
+  return RUNNING_ON_VALGRIND != 0;
+#else
+  return false;
+#endif
+}
+
 int ursa__smp_init(void) {
   unsigned n = ursa__g.nvps, i;
   struct ursa__vp *v0 = &ursa__g.vp0;
@@ -630,11 +690,19 @@ int ursa__smp_init(void) {
     struct ursa__vp *v = ursa__g.vps[i];
     pthread_attr_t pa;
     int rc = -EAGAIN;
-    /* The kernel thread's stack is ours (glibc would keep a freed one cached and mapped). */
-    v->x->kstack = URSA__FAIL() ? MAP_FAILED
-                                : mmap(NULL, URSA__VP_STACK, PROT_READ | PROT_WRITE,
-                                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-    if (v->x->kstack != MAP_FAILED) {
+    /* The kernel thread's stack is ours (glibc would keep a freed one cached and mapped), except
+     * under Valgrind, which tells a switch between stacks from a large frame by the distance
+     * between them: a stack mapped next to the ursa stacks looked like one big frame, and
+     * migrating threads got false "uninitialised value" reports.  Valgrind knows glibc's. */
+    if (under_valgrind()) {
+      v->x->kstack = NULL;
+      pthread_attr_init(&pa);
+      pthread_attr_setstacksize(&pa, URSA__VP_STACK);
+      rc = URSA__FAIL() ? -EAGAIN : -pthread_create(&v->x->kt, &pa, vp_main, v);
+      pthread_attr_destroy(&pa);
+    } else if ((v->x->kstack = URSA__FAIL() ? MAP_FAILED
+                               : mmap(NULL, URSA__VP_STACK, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0)) != MAP_FAILED) {
       pthread_attr_init(&pa);
       pthread_attr_setstack(&pa, v->x->kstack, URSA__VP_STACK);
       rc = URSA__FAIL() ? -EAGAIN : -pthread_create(&v->x->kt, &pa, vp_main, v);
@@ -677,7 +745,7 @@ static void smp_teardown(unsigned started) {
   for (i = 1; i < started; i++) {
     struct ursa__smp *x = ursa__g.vps[i]->x;
     pthread_join(x->kt, NULL);
-    munmap(x->kstack, URSA__VP_STACK);
+    if (x->kstack) munmap(x->kstack, URSA__VP_STACK);
     x->kstack = NULL;
   }
   if (started == n) ursa__stats_keep();
