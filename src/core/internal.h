@@ -194,6 +194,8 @@ struct ursa__vp {
   struct ursa__thread *cur;          /* the running thread                                      */
   struct ursa__runq    runq;         /* READY threads, FIFO: the Protect Queue (owner only)     */
   uint8_t              smp;          /* several VPs: objects lock, switches go through src/sched */
+  uint8_t              slow;         /* smp, or URSA_TRACE on: the hottest paths take their
+                                        checked copies (see URSA__FAST)                         */
   int                 *errno_p;      /* &errno of this VP's kernel thread                       */
   struct ursa__thread *zombie;       /* a detached thread that exited; released after the switch */
   struct ursa__thread **timers;      /* 1-based binary min-heap on deadline; [0] unused          */
@@ -483,17 +485,33 @@ URSA_HIDDEN void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur,
  * result: 0, or -ETIMEDOUT when the deadline passed (the thread has then been removed from its
  * wait queue).  The common one-VP case (no deadline, no timers, a thread ready) is inline and ends
  * in the switch's tail call.  Executed only by the running thread of vp. */
-static inline int ursa__block_if(bool smp, struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock,
-                                 uint64_t deadline) {
+/* The modes of the hottest paths (see URSA__ALWAYS_INLINE): URSA__FAST when the VP is neither
+ * SMP nor traced (vp->slow == 0: no test of either is left in the code), URSA__CHECKED for one VP
+ * that may be traced, URSA__SMPMODE for several VPs. */
+enum { URSA__FAST = 0, URSA__CHECKED = 1, URSA__SMPMODE = 2 };
+
+static inline int ursa__block_m(int mode, struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock,
+                                uint64_t deadline) {
   struct ursa__thread *cur = vp->cur, *next;
-  if (ursa_unlikely(deadline != 0 || smp || vp->ntimers != 0 || ursa__runq_empty(vp)))
+  if (ursa_unlikely(deadline != 0 || mode == URSA__SMPMODE || vp->ntimers != 0 || ursa__runq_empty(vp)))
     return ursa__block_slow(vp, kind, obj, lock, deadline);
   next = ursa__runq_pop(vp);
+  if (mode == URSA__FAST) {                  /* one VP: plain stores (the compiler merges them) */
+    cur->state = URSA__BLOCKED;
+    cur->wait_kind = (uint8_t)kind;
+    cur->wait_obj = obj;                     /* (wake_result: every waker sets it) */
+    vp->stats.blocks++;
+    URSA__SWITCH_RETURN_RAW(vp, cur, next);
+  }
   ursa__set_state(cur, URSA__BLOCKED);
   __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);
-  __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);                       /* (wake_result: every waker sets it) */
+  __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);
   vp->stats.blocks++;
   URSA__SWITCH_RETURN(vp, cur, next);
+}
+static inline int ursa__block_if(bool smp, struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock,
+                                 uint64_t deadline) {
+  return ursa__block_m(smp ? URSA__SMPMODE : URSA__CHECKED, vp, kind, obj, lock, deadline);
 }
 static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline) {
   return ursa__block_if(vp->smp, vp, kind, obj, lock, deadline);
@@ -522,17 +540,21 @@ static inline void ursa__wake_ready(struct ursa__thread *t, int res) {
 /* One VP, the rare cases: t has a timer (cancelled first), or URSA_TRACE records the wake-up.
  * One out-of-line call for both keeps callers frameless (with two, GCC gave sem_post a frame). */
 URSA_HIDDEN void ursa__wake_slow(struct ursa__thread *t, int res);
-static inline void ursa__wake_if(bool smp, struct ursa__thread *t, int res) {
+static inline void ursa__wake_m(int mode, struct ursa__thread *t, int res) {
   URSA_ASSERT(t->state == URSA__BLOCKED);
-  if (ursa_unlikely(smp)) {                  /* several VPs: src/sched decides where t runs */
+  if (mode == URSA__SMPMODE) {               /* several VPs: src/sched decides where t runs */
     ursa__wake_smp(t, res);
     return;
   }
-  if (ursa_unlikely(t->heap_idx != 0) || URSA__TRACING()) {
+  if (ursa_unlikely(t->heap_idx != 0) || (mode != URSA__FAST && URSA__TRACING())) {
     ursa__wake_slow(t, res);
     return;
   }
   ursa__wake_ready(t, res);
+}
+static inline void ursa__wake_if(bool smp, struct ursa__thread *t, int res) {
+  if (ursa_unlikely(smp)) ursa__wake_m(URSA__SMPMODE, t, res);
+  else ursa__wake_m(URSA__CHECKED, t, res);
 }
 static inline void ursa__wake(struct ursa__thread *t, int res) { ursa__wake_if(t->vp->smp, t, res); }
 

@@ -176,6 +176,7 @@ int ursa_init(const ursa_config_t *cfg) {
     ursa__stack_pool_drain(vp);
     goto fail;
   }
+  vp->slow = vp->smp || URSA__TRACING();              /* VP 0's hottest paths: checked copies */
   if (ursa__g.stats && !atexit_registered) {
     atexit(print_stats_at_exit);
     atexit_registered = 1;

@@ -338,12 +338,9 @@ run:
 
 /* ---- yield ------------------------------------------------------------------------------------ */
 
-int ursa_yield(void) {
+/* The one-VP yield, after its timers fired (yield_timers) or with none armed. */
+static inline int yield_1(struct ursa__vp *vp) {
   struct ursa__thread *cur, *next;
-  URSA_VP_OR_RETURN(vp);
-  if (ursa_unlikely(vp->smp)) return ursa__smp_yield(vp);
-  vp->stats.yields++;
-  if (ursa_unlikely(vp->ntimers != 0)) ursa__timers_fire(vp, ursa__now());
   next = ursa__runq_pop(vp);
   if (next == NULL) return 0;
   cur = vp->cur;
@@ -351,6 +348,20 @@ int ursa_yield(void) {
   cur->wake_result = 0;
   ursa__runq_push(vp, cur);
   URSA__SWITCH_RETURN(vp, cur, next);
+}
+
+/* Out of line, so that the common yield keeps nothing live across a call and needs no frame. */
+static URSA_NOINLINE int yield_timers(struct ursa__vp *vp) {
+  ursa__timers_fire(vp, ursa__now());
+  return yield_1(vp);
+}
+
+int ursa_yield(void) {
+  URSA_VP_OR_RETURN(vp);
+  if (ursa_unlikely(vp->smp)) return ursa__smp_yield(vp);
+  vp->stats.yields++;
+  if (ursa_unlikely(vp->ntimers != 0)) return yield_timers(vp);
+  return yield_1(vp);
 }
 
 int ursa_yield_to(ursa_thread_t h) {

@@ -389,7 +389,8 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   return create_(vp, out, a, fn, arg, false);
 }
 
-static URSA__ALWAYS_INLINE int join_(struct ursa__vp *vp, struct ursa__thread *t, void **result, const bool smp) {
+static URSA__ALWAYS_INLINE int join_(struct ursa__vp *vp, struct ursa__thread *t, void **result, const int mode) {
+  const bool smp = mode == URSA__SMPMODE;
   struct ursa__thread *cur = vp->cur;
   if (t == cur) return -EDEADLK;
   ursa__lock_if(smp, &t->lock);
@@ -402,7 +403,7 @@ static URSA__ALWAYS_INLINE int join_(struct ursa__vp *vp, struct ursa__thread *t
   }
   if (ursa__get_state(t) != URSA__ZOMBIE) {
     t->joiner = cur;
-    ursa__block_if(smp, vp, URSA__W_JOIN, t, &t->lock, 0);
+    ursa__block_m(mode, vp, URSA__W_JOIN, t, &t->lock, 0);
     vp = smp ? ursa__vp_current() : ursa__tls_vp;
   } else {
     ursa__unlock_if(smp, &t->lock);
@@ -413,8 +414,9 @@ static URSA__ALWAYS_INLINE int join_(struct ursa__vp *vp, struct ursa__thread *t
   return 0;
 }
 
-static URSA_NOINLINE int join_smp(struct ursa__vp *vp, struct ursa__thread *t, void **result) {
-  return join_(vp, t, result, true);
+static URSA_NOINLINE int join_slow(struct ursa__vp *vp, struct ursa__thread *t, void **result) {
+  if (vp->smp) return join_(vp, t, result, URSA__SMPMODE);
+  return join_(vp, t, result, URSA__CHECKED);
 }
 
 int ursa_join(ursa_thread_t h, void **result) {
@@ -422,8 +424,8 @@ int ursa_join(ursa_thread_t h, void **result) {
   URSA_VP_OR_RETURN(vp);
   t = ursa__thread_get(h);
   if (ursa_unlikely(t == NULL)) return -ESRCH;
-  if (ursa_unlikely(vp->smp)) return join_smp(vp, t, result);
-  return join_(vp, t, result, false);
+  if (ursa_unlikely(vp->slow)) return join_slow(vp, t, result);
+  return join_(vp, t, result, URSA__FAST);
 }
 
 int ursa_detach(ursa_thread_t h) {

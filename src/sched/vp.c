@@ -604,6 +604,7 @@ static int smp_state_init(struct ursa__vp *vp) {
   if (URSA__FAIL() || (x = calloc(1, sizeof *x)) == NULL) return -ENOMEM;
   vp->x = x;
   vp->smp = 1;
+  vp->slow = 1;
   x->rng = 0x9e3779b97f4a7c15ull * (vp->index + 1);
   if ((err = ursa__pol_vp_init(vp)) != 0) return err;
   if (URSA__FAIL() || (x->idle = calloc(1, sizeof *x->idle)) == NULL) return -ENOMEM;
@@ -622,6 +623,7 @@ static void smp_state_free(struct ursa__vp *vp) {
   free(x);
   vp->x = NULL;
   vp->smp = 0;
+  vp->slow = 0;
 }
 
 static void smp_teardown(unsigned started);

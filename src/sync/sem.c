@@ -45,7 +45,8 @@ int ursa_sem_destroy(ursa_sem_t *s) {
   return 0;
 }
 
-static URSA__ALWAYS_INLINE int sem_wait_(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline, const bool smp) {
+static URSA__ALWAYS_INLINE int sem_wait_(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline, const int mode) {
+  const bool smp = mode == URSA__SMPMODE;
   vp->stats.p_ops++;
   ursa__lock_if(smp, &x->lock);
   if (ursa_likely(x->value > 0)) {
@@ -55,19 +56,20 @@ static URSA__ALWAYS_INLINE int sem_wait_(struct ursa__vp *vp, struct ursa__sem *
   }
   vp->stats.p_blocking++;
   ursa__q_push(&x->q, vp->cur);
-  return ursa__block_if(smp, vp, URSA__W_SEM, x, &x->lock, deadline);   /* 0: a post handed us its unit */
+  return ursa__block_m(mode, vp, URSA__W_SEM, x, &x->lock, deadline);   /* 0: a post handed us its unit */
 }
 
-/* The SMP copies are separate functions, so the one-VP paths need no stack frame. */
-static URSA_NOINLINE int sem_wait_smp(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline) {
-  return sem_wait_(vp, x, deadline, true);
+/* The checked copies are separate functions, so the fast path needs no stack frame. */
+static URSA_NOINLINE int sem_wait_slow(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline) {
+  if (vp->smp) return sem_wait_(vp, x, deadline, URSA__SMPMODE);
+  return sem_wait_(vp, x, deadline, URSA__CHECKED);
 }
 
 static int sem_wait(ursa_sem_t *s, uint64_t deadline) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
-  if (ursa_unlikely(vp->smp)) return sem_wait_smp(vp, x, deadline);
-  return sem_wait_(vp, x, deadline, false);
+  if (ursa_unlikely(vp->slow)) return sem_wait_slow(vp, x, deadline);
+  return sem_wait_(vp, x, deadline, URSA__FAST);
 }
 
 int ursa_sem_wait(ursa_sem_t *s) { return sem_wait(s, 0); }
@@ -89,11 +91,12 @@ int ursa_sem_trywait(ursa_sem_t *s) {
   return 0;
 }
 
-static URSA__ALWAYS_INLINE int sem_post_(struct ursa__sem *x, const bool smp) {
+static URSA__ALWAYS_INLINE int sem_post_(struct ursa__sem *x, const int mode) {
+  const bool smp = mode == URSA__SMPMODE;
   struct ursa__thread *t;
   ursa__lock_if(smp, &x->lock);
   if ((t = ursa__q_take_if(smp, &x->q)) != NULL) {
-    ursa__wake_if(smp, t, 0);
+    ursa__wake_m(mode, t, 0);
     ursa__unlock_if(smp, &x->lock);
     return 0;
   }
@@ -103,13 +106,16 @@ static URSA__ALWAYS_INLINE int sem_post_(struct ursa__sem *x, const bool smp) {
   return 0;
 }
 
-static URSA_NOINLINE int sem_post_smp(struct ursa__sem *x) { return sem_post_(x, true); }
+static URSA_NOINLINE int sem_post_slow(const struct ursa__vp *vp, struct ursa__sem *x) {
+  if (vp->smp) return sem_post_(x, URSA__SMPMODE);
+  return sem_post_(x, URSA__CHECKED);
+}
 
 int ursa_sem_post(ursa_sem_t *s) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
-  if (ursa_unlikely(vp->smp)) return sem_post_smp(x);
-  return sem_post_(x, false);
+  if (ursa_unlikely(vp->slow)) return sem_post_slow(vp, x);
+  return sem_post_(x, URSA__FAST);
 }
 
 int ursa_sem_getvalue(ursa_sem_t *s, int *value) {
