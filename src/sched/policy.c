@@ -112,11 +112,21 @@ bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen
   }
 }
 
-/* Takes the newest unpinned thread of vp's Protect Queue ring (owner only), NULL if the newest is
- * pinned or the ring is empty. */
-static struct ursa__thread *pq_take_newest(struct ursa__vp *vp) {
+/* Takes an unpinned thread to give away from vp's Protect Queue (owner only): the oldest of the
+ * overflow list when it is in use (it holds the surplus), else the newest of the ring; NULL when
+ * that one is pinned or nothing is queued. */
+static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
   struct ursa__runq *q = &vp->runq;
-  struct ursa__thread *t;
+  struct ursa__thread *t = x->xhead;
+  if (t != NULL) {
+    if (t->pinned || t->region) return NULL;
+    x->xhead = t->qnext;
+    if (x->xhead == NULL) x->xtail = NULL;
+    x->xlen--;
+    t->in_extra = 0;
+    return t;
+  }
   if (q->tail == q->head) return NULL;
   t = q->buf[(q->tail - 1) & q->mask];
   if (t->pinned || t->region) return NULL;
@@ -124,19 +134,30 @@ static struct ursa__thread *pq_take_newest(struct ursa__vp *vp) {
   return t;
 }
 
-
-
-/* Gives vp's ready threads beyond keep() to its own shared structure; true if any moved. */
-static bool pass_on(struct ursa__vp *vp, uint32_t len) {
+/* Gives vp's ready threads beyond keep() to its own shared structure, at most `most` of them;
+ * true if any moved. */
+static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
   struct ursa__smp *x = vp->x;
   uint32_t k = ursa__pol_keep(vp);
   bool passed = false;
-  while (len > k) {
-    struct ursa__thread *t = pq_take_newest(vp);
+  while (len > k && most-- > 0) {
+    bool from_list = x->xhead != NULL;
+    struct ursa__thread *t = pq_take_surplus(vp);
     bool ok;
     if (t == NULL) break;
     ok = ursa__g.policy == URSA__POL_STEAL ? ursa__deque_push(&x->dq, t) : ursa__wq_push(&x->wq, t);
-    if (!ok) { vp->runq.tail++; break; }               /* full: put it back where it was */
+    if (!ok) {                                         /* full: put it back where it was */
+      if (from_list) {
+        t->in_extra = 1;
+        t->qnext = x->xhead;
+        x->xhead = t;
+        if (x->xtail == NULL) x->xtail = t;
+        x->xlen++;
+      } else {
+        vp->runq.tail++;
+      }
+      break;
+    }
     len--;
     passed = true;
   }
@@ -150,15 +171,19 @@ static void rotate(struct ursa__vp *vp) {
   struct ursa__thread *t;
   bool passed = false;
   uint32_t len = ursa__pq_len(vp), cap = ursa__g.pq_cap;      /* intake: up to the capacity */
+  /* ready threads at VP forward(i) as of its last switch, plus those already on their way */
+  uint32_t fwd = __atomic_load_n(&x->fwd->x->load, __ATOMIC_RELAXED) + ursa__wq_len(&x->wq);
   if (!ursa__wq_empty(in)) {
     uint32_t n = ursa__wq_len(in);        /* a snapshot: two VPs passing threads round the ring */
     while (n-- > 0 && (t = ursa__wq_pop(in)) != NULL) {   /* must not chase each other forever */
-      if (len < cap || !ursa__wq_push(&x->wq, t)) { ursa__pq_push(vp, t); len++; }
-      else passed = true;
+      /* keep it below the capacity, or when forward(i) holds as much: passing threads on to a VP
+       * that is no emptier only sends them round and round */
+      if (len < cap || fwd >= len || !ursa__wq_push(&x->wq, t)) { ursa__pq_push(vp, t); len++; }
+      else { passed = true; fwd++; }
     }
   }
-  /* Over capacity (threads created or woken here): pass the newest unpinned ones on. */
-  if (len > ursa__pol_keep(vp) && pass_on(vp, len)) passed = true;
+  /* Over capacity (threads created or woken here): pass on half the difference to forward(i). */
+  if (len > ursa__pol_keep(vp) && fwd + 1 < len && pass_on(vp, len, (len - fwd) / 2)) passed = true;
   if (passed) ursa__vp_kick(x->fwd);
 }
 
@@ -170,7 +195,7 @@ void ursa__pol_switch(struct ursa__vp *vp) {
   case URSA__POL_LB2:
   case URSA__POL_STEAL: {                              /* over capacity: make it stealable */
     uint32_t len = ursa__pq_len(vp);
-    if (len > ursa__pol_keep(vp) && pass_on(vp, len)) kick_one(vp);
+    if (len > ursa__pol_keep(vp) && pass_on(vp, len, UINT32_MAX)) kick_one(vp);
     return;
   }
   default:

@@ -241,6 +241,13 @@ void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa_
   pq_push(self, t);
 }
 
+/* The policy's step outside a switch: ursa_create calls it, so a thread that creates many threads
+ * without switching (a fork loop) still spreads them (Lesser Bear runs the step from an interval
+ * timer too; ursa has no timer yet, see docs/ARCHITECTURE.md). */
+void ursa__smp_balance(struct ursa__vp *vp) {
+  if (ursa_unlikely(ursa__pol_switch_needed(vp, pq_len(vp)))) ursa__pol_switch(vp);
+}
+
 /* ---- picking the next thread ------------------------------------------------------------------ */
 
 /* The next thread for vp, or NULL.  Runs at every switch: drains the inbox, lets the policy move
