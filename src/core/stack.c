@@ -91,6 +91,11 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
     *err = -EAGAIN;
     return NULL;
   }
+#if URSA_ASAN
+  /* The range may have held an earlier stack (unmapped by a previous ursa_fini) whose frames
+   * left redzones in ASan's shadow memory: a fresh mapping starts clean. */
+  ASAN_UNPOISON_MEMORY_REGION(map, size + guard);
+#endif
   if (ursa__g.guard_mode == 0 && madv_guard_ok) {
     if (madvise(map, guard, MADV_GUARD_INSTALL) != 0) {
       if (errno == EINVAL) madv_guard_ok = 0;                 /* older kernel: use mprotect */

@@ -9,8 +9,10 @@
  *            thread of VP backward(i)'s Waiver Queue into its Protect Queue up to the capacity and
  *            the rest into its own Waiver Queue, and wakes forward(i) if it pushed any.  No lock
  *            and no read-modify-write anywhere: threads travel round the ring until a VP has room.
- *            A VP whose Protect Queue is over capacity also hands its newest unpinned threads to
- *            its Waiver Queue at a switch, so work created on one VP spreads.
+ *            A VP whose Protect Queue is over capacity also hands its surplus to its Waiver Queue
+ *            at a switch (and at ursa_create), so work created on one VP spreads.  Unlike the
+ *            paper, threads go on only to a forward(i) that holds fewer ready threads, half the
+ *            difference at a time: otherwise two full VPs send their surplus round and round.
  *
  * While some VP is idle (ursa__g.idle_vps > 0) the capacity counts as 1 for every policy: a VP
  * with two or more ready threads passes the others on, so an idle VP gets work even when no
