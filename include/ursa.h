@@ -70,6 +70,8 @@ typedef struct ursa_config {
   unsigned pq_cap;        /* URSA_PQ_CAP: ready threads a VP keeps before it gives some away
                              (Protect Queue capacity; default 16)                            */
   unsigned wq_cap;        /* URSA_WQ_CAP: Waiver Queue / deque capacity per VP (default 1024) */
+  int    region_balance;  /* URSA_REGION_BALANCE: 1 = an idle VP with no region takes a whole
+                             region from a VP that has several (moved at that VP's next switch) */
 } ursa_config_t;
 
 /* Run-queue policies with several VPs (docs/GUIDE.md compares them). */
@@ -191,7 +193,7 @@ URSA_API int ursa_region_init(ursa_region_t *r, int vp);
 URSA_API int ursa_region_destroy(ursa_region_t *r);
 /* Threads created with this attribute belong to r for their whole life. */
 URSA_API int ursa_attr_setregion(ursa_attr_t *attr, ursa_region_t *r);
-/* Moves the whole region to VP vp: it happens at the region's current VP's next switch, while none
+/* Moves the whole region to VP vp (see also ursa_config_t.region_balance): it happens at the region's current VP's next switch, while none
  * of the region's threads runs (a member that calls this keeps running until it yields or blocks).
  * -EINVAL for a bad region or index. */
 URSA_API int ursa_region_move(ursa_region_t *r, int vp);

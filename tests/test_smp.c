@@ -685,3 +685,59 @@ TEST_IMPL(smp_tsan_reports_planted_race_only) {
   }
   return 0;
 }
+
+/* ---- automatic balancing of whole regions ----------------------------------------------------- */
+
+static ursa_region_t bal_r[2];
+static _Atomic unsigned bal_seen[2];                  /* VPs each region's members ran on */
+static int bal_wait;                                  /* go on until both VPs ran a member */
+
+static void *bal_member(void *arg) {
+  int r = (int)(intptr_t)arg, k;
+  uint64_t give_up = test_now_ns() + 10000 * MS;
+  for (k = 0; k < 50 || (bal_wait && (atomic_load(&bal_seen[0]) | atomic_load(&bal_seen[1])) != 3u &&
+                         test_now_ns() < give_up); k++) {
+    spin_work(5000);
+    atomic_fetch_or(&bal_seen[r], 1u << ursa_vp_self());
+    ursa_yield();
+  }
+  return NULL;
+}
+
+static int run_balance(int enabled, int *moved) {
+  ursa_config_t c;
+  ursa_attr_t a;
+  ursa_thread_t t[4];
+  int i;
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  c.region_balance = enabled;
+  bal_wait = enabled;
+  if (ursa_init(&c) != 0) return -1;
+  atomic_store(&bal_seen[0], 0);
+  atomic_store(&bal_seen[1], 0);
+  ASSERT_OK(ursa_region_init(&bal_r[0], 0));
+  ASSERT_OK(ursa_region_init(&bal_r[1], 0));          /* both regions on VP 0 */
+  ASSERT_OK(ursa_attr_init(&a));
+  for (i = 0; i < 4; i++) {
+    ASSERT_OK(ursa_attr_setregion(&a, &bal_r[i & 1]));
+    ASSERT_OK(ursa_create(&t[i], &a, bal_member, (void *)(intptr_t)(i & 1)));
+  }
+  for (i = 0; i < 4; i++) ASSERT_OK(ursa_join(t[i], NULL));
+  *moved = ursa_region_vp(&bal_r[0]) == 1 || ursa_region_vp(&bal_r[1]) == 1;
+  ASSERT_OK(ursa_region_destroy(&bal_r[0]));
+  ASSERT_OK(ursa_region_destroy(&bal_r[1]));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+TEST_IMPL(smp_region_auto_balance) {
+  int moved;
+  ASSERT_OK(run_balance(1, &moved));
+  ASSERT(moved);                                      /* the idle VP took one whole region */
+  ASSERT_EQ(atomic_load(&bal_seen[0]) | atomic_load(&bal_seen[1]), 3);
+  ASSERT_OK(run_balance(0, &moved));
+  ASSERT(!moved);                                     /* off: regions stay where they were put */
+  ASSERT_EQ(atomic_load(&bal_seen[0]) | atomic_load(&bal_seen[1]), 1);
+  return 0;
+}

@@ -260,6 +260,7 @@ struct ursa__global {
   unsigned pq_cap;                   /* Protect Queue capacity (rotator, lb2, steal)          */
   unsigned wq_cap;                   /* Waiver Queue capacity                                 */
   int      pin;                      /* URSA_PIN: pin VP i to the i-th allowed CPU            */
+  int      region_balance;           /* URSA_REGION_BALANCE (region.c)                        */
   struct ursa__vp **vps;             /* vps[i], vps[0] == &vp0                                */
   int64_t  live;                     /* atomic: live threads (SMP)                            */
   int      sleepers;                 /* atomic: VPs asleep with no timer (vp.c)               */
@@ -616,6 +617,7 @@ URSA_HIDDEN void ursa__stats_keep(void);
 struct ursa__region;
 URSA_HIDDEN struct ursa__vp *ursa__region_vp(const struct ursa__region *r);
 URSA_HIDDEN void ursa__regions_apply(struct ursa__vp *vp, const struct ursa__region *stays);
+URSA_HIDDEN void ursa__regions_balance(struct ursa__vp *vp, const struct ursa__region *stays);
 URSA_HIDDEN struct ursa__region *ursa__region_of(ursa_region_t *r);
 URSA_HIDDEN void ursa__region_join(struct ursa__region *r);
 URSA_HIDDEN void ursa__region_leave(struct ursa__region *r);

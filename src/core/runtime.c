@@ -124,6 +124,7 @@ int ursa_init(const ursa_config_t *cfg) {
   if (c.sched == 0) c.sched = env_sched();
   if (c.pq_cap == 0) c.pq_cap = env_uint("URSA_PQ_CAP");
   if (c.wq_cap == 0) c.wq_cap = env_uint("URSA_WQ_CAP");
+  if (c.region_balance == 0) c.region_balance = env_flag("URSA_REGION_BALANCE");
   if (c.vps == 0) c.vps = cpus_allowed();
   if (c.sched == 0) c.sched = URSA_SCHED_ROTATOR;
 #if URSA_TEST_HARD
@@ -158,6 +159,7 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__g.pq_cap = c.pq_cap;
   ursa__g.wq_cap = c.wq_cap;
   ursa__g.pin = c.pin;
+  ursa__g.region_balance = c.region_balance != 0;
 
   memset(vp, 0, sizeof *vp);
   vp->errno_p = &errno;

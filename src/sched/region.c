@@ -12,6 +12,11 @@
  *   ursa_region_move only records the wish (r->want) and tells the current VP (x->moves).
  *
  * Regions are few: they are kept in one list under regions_lock, walked only when a move is due.
+ *
+ * Automatic balancing (URSA_REGION_BALANCE=1): at a switch, a VP that hosts two or more regions
+ * with threads, while another VP is idle and hosts none, hands that VP one whole region (not the
+ * region of a thread that goes on running here).  It is the region's owner and none of its
+ * members runs, so it moves the binding itself, as ursa__regions_apply does.
  */
 #define _GNU_SOURCE
 #include "sched_smp.h"
@@ -114,4 +119,32 @@ int ursa_region_move(ursa_region_t *rp, int vp) {
   __atomic_store_n(&owner->x->moves, 1u, __ATOMIC_RELEASE);
   ursa__vp_kick(owner);
   return 0;
+}
+
+void ursa__regions_balance(struct ursa__vp *vp, const struct ursa__region *stays) {
+  struct ursa__region *r, *give = NULL;
+  struct ursa__vp *to = NULL;
+  unsigned mine = 0, i;
+  ursa__spin_lock(&regions_lock);
+  for (r = regions; r; r = r->next)
+    if (__atomic_load_n(&r->vp, __ATOMIC_RELAXED) == vp && __atomic_load_n(&r->nthreads, __ATOMIC_RELAXED) != 0) {
+      mine++;
+      if (r != stays && __atomic_load_n(&r->want, __ATOMIC_RELAXED) == NULL) give = r;
+    }
+  if (mine < 2 || give == NULL) goto out;
+  for (i = 0; i < ursa__g.nvps && to == NULL; i++) {   /* an idle VP that hosts no region */
+    struct ursa__vp *v = ursa__g.vps[i];
+    if (v == vp || !__atomic_load_n(&v->x->in_idle, __ATOMIC_RELAXED)) continue;
+    to = v;
+    for (r = regions; r; r = r->next)
+      if (__atomic_load_n(&r->vp, __ATOMIC_RELAXED) == v) { to = NULL; break; }
+  }
+  if (to == NULL) goto out;
+  __atomic_store_n(&give->vp, to, __ATOMIC_RELEASE);  /* we own it and no member runs here:
+                                                         pairs with ursa__region_vp */
+  ursa__spin_unlock(&regions_lock);
+  ursa__vp_kick(to);
+  return;
+out:
+  ursa__spin_unlock(&regions_lock);
 }

@@ -259,6 +259,9 @@ static inline struct ursa__thread *pick(struct ursa__vp *vp, const struct ursa__
   struct ursa__thread *t;
   if (ursa_unlikely(__atomic_load_n(&x->inbox_n, __ATOMIC_RELAXED) != 0)) inbox_drain(vp);
   if (ursa_unlikely(__atomic_load_n(&x->moves, __ATOMIC_RELAXED))) ursa__regions_apply(vp, stays);
+  if (ursa_unlikely(ursa__g.region_balance) &&
+      __atomic_load_n(&ursa__g.idle_vps, __ATOMIC_RELAXED) > (int)x->in_idle)
+    ursa__regions_balance(vp, stays);                  /* give an idle VP a whole region */
   if (ursa_unlikely(ursa__pol_switch_needed(vp, pq_len(vp)))) ursa__pol_switch(vp);
   for (;;) {
     struct ursa__vp *home;
@@ -474,7 +477,7 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
 /* Counts vp in ursa__g.idle_vps while it has nothing to run (policy.c spreads work then). */
 static void set_idle(struct ursa__vp *vp, uint8_t idle) {
   if (vp->x->in_idle == idle) return;
-  vp->x->in_idle = idle;
+  __atomic_store_n(&vp->x->in_idle, idle, __ATOMIC_RELAXED);   /* read by region balancing */
   __atomic_add_fetch(&ursa__g.idle_vps, idle ? 1 : -1, __ATOMIC_RELAXED);
 }
 
