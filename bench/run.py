@@ -48,6 +48,7 @@ import tempfile
 import time
 
 import smp_suite           # the SMP section (issue #3), bench/smp_suite.py
+from smp_suite import fmt as fmt_value   # one number format for both sections
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RING = 503
@@ -169,19 +170,6 @@ RESULT_RE = re.compile(r"^RESULT((?: [a-z_]+=\S+)+)\s*$")
 def fmt_time(seconds):
     seconds = max(0, int(round(seconds)))
     return f"{seconds // 60}:{seconds % 60:02d}"
-
-
-def fmt_value(v):
-    if v is None:
-        return "-"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 100:
-        return f"{v:.1f}"
-    if a >= 10:
-        return f"{v:.2f}"
-    return f"{v:.3f}"
 
 
 def cpu_busy(seconds=0.5):

@@ -30,6 +30,7 @@ LINE_RE = re.compile(r"^(RESULT|VPSTAT)((?: [a-z_]+=\S+)+)\s*$")
 
 
 def fmt(v):
+    """A figure with 3-4 significant digits (run.py uses it too)."""
     if v is None:
         return "-"
     a = abs(v)

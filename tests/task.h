@@ -87,6 +87,31 @@
   } while (0)
 #define RETURN_SKIP(why) do { fprintf(stderr, "SKIP: %s\n", why); return TEST_SKIP_CODE; } while (0)
 
+/* ---- deterministic randomness for the stress tests ----------------------------------------- */
+
+#define TEST_DEFAULT_SEED 0x5eed2024c0ffee11ull
+
+/* The seed (URSA_STRESS_SEED overrides it, to replay a failure), printed once per test. */
+static inline uint64_t stress_seed(const char *test) {
+  const char *e = getenv("URSA_STRESS_SEED");
+  uint64_t s = e && *e ? strtoull(e, NULL, 0) : TEST_DEFAULT_SEED;
+  if (s == 0) s = TEST_DEFAULT_SEED;
+  printf("%s: seed 0x%016llx (set URSA_STRESS_SEED to replay another)\n", test, (unsigned long long)s);
+  fflush(stdout);
+  return s;
+}
+
+static inline uint64_t rng_next(uint64_t *s) {     /* xorshift64* */
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545f4914f6cdd1dull;
+}
+
+static inline unsigned rnd(uint64_t *s, unsigned n) { return (unsigned)(rng_next(s) % n); }
+
 /* Runs fn in a forked child with stderr (and stdout) captured.  Fills *status with the waitpid
  * status and out with up to size-1 bytes of what the child printed. */
 void run_child(void (*fn)(void), int *status, char *out, size_t size);

@@ -14,30 +14,7 @@
 #include "../src/sched/deque.h"
 #include "../src/sched/waiverq.h"
 
-/* ---- helpers ----------------------------------------------------------------------------------- */
-
-#define DEFAULT_SEED 0x5eed2024c0ffee11ull
-
-/* The seed (URSA_STRESS_SEED overrides it, to replay a failure), printed once per test. */
-static uint64_t stress_seed(const char *test) {
-  const char *e = getenv("URSA_STRESS_SEED");
-  uint64_t s = e && *e ? strtoull(e, NULL, 0) : DEFAULT_SEED;
-  if (s == 0) s = DEFAULT_SEED;
-  printf("%s: seed 0x%016llx (set URSA_STRESS_SEED to replay another)\n", test, (unsigned long long)s);
-  fflush(stdout);
-  return s;
-}
-
-static uint64_t rng_next(uint64_t *s) {            /* xorshift64* */
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 0x2545f4914f6cdd1dull;
-}
-
-static unsigned rnd(uint64_t *s, unsigned n) { return (unsigned)(rng_next(s) % n); }
+/* ---- helpers (the seed and the generator are task.h's) ---------------------------------------- */
 
 /* Valgrind runs one thread at a time: spinning there only burns the time slice. */
 static int g_valgrind;
