@@ -158,8 +158,9 @@ URSA_API int ursa_thread_getname(ursa_thread_t t, char *buf, size_t size);
 URSA_API int ursa_yield(void);
 
 /* The papers' named yield: switches straight to t when t is ready; the caller stays ready and takes
- * t's place in the run queue (so the order of the other ready threads is unchanged).  When t is the caller, returns 0 at once; when t is blocked or finished,
- * behaves as ursa_yield().  -ESRCH for a stale or invalid handle. */
+ * t's place in the run queue (so the order of the other ready threads is unchanged).  When t is
+ * the caller, returns 0 at once; when t is blocked or finished, and always with several VPs (t may
+ * be queued on another VP), behaves as ursa_yield().  -ESRCH for a stale or invalid handle. */
 URSA_API int ursa_yield_to(ursa_thread_t t);
 
 /* Blocks the caller for at least ns nanoseconds of CLOCK_MONOTONIC.  ursa_sleep_ns(0) yields. */
@@ -205,7 +206,8 @@ URSA_API int ursa_region_vp(ursa_region_t *r);
   do { while (!(cond)) (void)ursa_yield(); } while (0)
 
 /* Prints every thread (id, name, and running / ready / what it waits on / finished) to f: the
- * deadlock report's format, on demand. */
+ * deadlock report's format, on demand, with any wait-for cycle (a partial deadlock).  With several
+ * VPs the other VPs keep running while it reads: the listing is a snapshot. */
 URSA_API int ursa_dump(FILE *f);
 
 /* ---------------------------------------------------------------------------------------------
