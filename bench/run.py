@@ -620,8 +620,8 @@ def main():
         print(f"SMP acceptance checks" + (" (--quick: indicative only)" if args.quick else ""))
         print(text_table(smp_suite.CHECK_HEAD, crows))
         print()
-        print(f"idle time per VP, radix sort with ursa at {n} VPs (Table 3; medians): ursa exports no "
-              f"idle-time counter; asleep = wall - on CPU - runq of the VP's kernel thread (schedstat)")
+        print(f"idle time per VP, radix sort with ursa at {n} VPs (Table 3; medians): asleep = wall - on "
+              f"CPU - runq of the VP's kernel thread (schedstat), independent of ursa's own idle_ns counter")
         print(text_table(smp_suite.VP_HEAD, vrows) if vrows else "(no VPSTAT lines)")
 
     machine = machine_info()
@@ -681,8 +681,9 @@ def main():
             f.write("### SMP acceptance checks" + (" (--quick: indicative only)" if args.quick else "") + "\n\n")
             f.write(md_table(smp_suite.CHECK_HEAD, crows) + "\n\n")
             f.write(f"### Idle time per VP, radix sort with ursa at {n} VPs (medians)\n\n")
-            f.write("ursa exports no per-VP idle-time counter yet: *asleep* is the wall time minus the time "
-                    "the VP's kernel thread was on a CPU or waiting for one (`/proc/self/task/<tid>/schedstat`).\n\n")
+            f.write("*asleep* is the wall time minus the time the VP's kernel thread was on a CPU or waiting for "
+                    "one (`/proc/self/task/<tid>/schedstat`): measured from outside ursa, beside its own "
+                    "`ursa_stats_vp().idle_ns`.\n\n")
             f.write((md_table(smp_suite.VP_HEAD, vrows) if vrows else "(no VPSTAT lines)") + "\n")
     print()
     print(f"results: {os.path.relpath(json_path)}, {os.path.relpath(md_path)}")

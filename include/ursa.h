@@ -222,7 +222,9 @@ typedef struct ursa_stats {
   uint64_t blocks;       /* every blocking wait (P, lock, join, sleep, ...)     */
   uint64_t created;      /* threads created                                     */
   uint64_t timers;       /* timers that fired (sleeps and timeouts)             */
-  uint64_t idle_waits;   /* times the VP waited in the kernel for a timer       */
+  uint64_t idle_waits;   /* times the VP waited in the kernel (timer, or no work) */
+  uint64_t idle_ns;      /* nanoseconds the VP spent waiting in the kernel      */
+  uint64_t migrations;   /* threads that came to this VP from another one       */
 } ursa_stats_t;
 
 URSA_API unsigned ursa_vp_count(void);

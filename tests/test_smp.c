@@ -446,6 +446,11 @@ TEST_IMPL(smp_errno_survives_migration) {
   for (i = 0; i < 4; i++) ASSERT_OK(ursa_join(t[i], NULL));
   ASSERT_EQ(atomic_load(&errno_vps), 3);              /* they did migrate */
   ASSERT_OK(ursa_fini());
+  {
+    ursa_stats_t s;
+    ASSERT_OK(ursa_stats(&s));                        /* the VPs' counters, kept at ursa_fini */
+    ASSERT_GT(s.migrations, 0);
+  }
   return 0;
 }
 
@@ -611,6 +616,12 @@ TEST_IMPL(smp_idle_vps_sleep) {
   printf("CPU time while idle for 0.2 s on 3 VPs: %.4f s\n", cpu);
   ASSERT(cpu < 0.02 * TEST_TIME_FACTOR);
   ASSERT_OK(ursa_fini());
+  {                                                   /* and they counted the time asleep (read */
+    ursa_stats_t s;                                   /* once the VPs stopped: no race)          */
+    ASSERT_OK(ursa_stats_vp(2, &s));
+    ASSERT(s.idle_waits > 0);
+    ASSERT(s.idle_ns > 100 * MS);
+  }
   return 0;
 }
 
@@ -739,5 +750,37 @@ TEST_IMPL(smp_region_auto_balance) {
   ASSERT_OK(run_balance(0, &moved));
   ASSERT(!moved);                                     /* off: regions stay where they were put */
   ASSERT_EQ(atomic_load(&bal_seen[0]) | atomic_load(&bal_seen[1]), 1);
+  return 0;
+}
+
+/* ---- bad configuration: a clear message or error, and the defaults ----------------------------- */
+
+static void bad_env_child(void) {
+  setenv("URSA_VPS", "many", 1);
+  setenv("URSA_SCHED", "fastest", 1);
+  setenv("URSA_PQ_CAP", "-3", 1);
+  if (ursa_init(NULL) != 0) _exit(90);
+  printf("vps %u policy %s\n", ursa_vp_count(), ursa_sched_policy());
+  fflush(stdout);
+  _exit(ursa_fini() == 0 ? 0 : 91);
+}
+
+TEST_IMPL(smp_bad_configuration) {
+  ursa_config_t c;
+  int status;
+  char out[4096];
+  memset(&c, 0, sizeof c);
+  c.sched = 99;                                       /* no such policy */
+  ASSERT_ERR(ursa_init(&c), -EINVAL);
+  c.sched = 0;
+  c.vps = 5000;                                       /* more than 4096 VPs */
+  ASSERT_ERR(ursa_init(&c), -EINVAL);
+  run_child(bad_env_child, &status, out, sizeof out);
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_STR_CONTAINS(out, "ursa: ignoring URSA_VPS=many: not a number from 1 to 4096");
+  ASSERT_STR_CONTAINS(out, "ursa: ignoring URSA_SCHED=fastest: not rotator, lb2, global or steal");
+  ASSERT_STR_CONTAINS(out, "ursa: ignoring URSA_PQ_CAP=-3");
+  ASSERT_STR_CONTAINS(out, "policy rotator");         /* the defaults took over */
   return 0;
 }

@@ -531,7 +531,8 @@ static inline void ursa__prefetch_frame(const struct ursa__thread *t) {
 /* Makes the BLOCKED thread t READY with wake result res and removes its timer.  t must already be
  * off every wait queue (taken by ursa__q_take).  Never switches.  One VP: t goes to the tail of
  * the run queue.  Several VPs: t runs on the waker's VP unless it is pinned (see vp.c). */
-URSA_HIDDEN void ursa__wake_smp(struct ursa__thread *t, int res);
+/* Several VPs: make t READY where it belongs (src/sched/vp.c); self is the waker's VP. */
+URSA_HIDDEN void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res);
 /* One VP, t without a timer: READY at the tail of the run queue. */
 static inline void ursa__wake_ready(struct ursa__thread *t, int res) {
   t->wake_result = res;
@@ -544,7 +545,7 @@ URSA_HIDDEN void ursa__wake_slow(struct ursa__thread *t, int res);
 static inline void ursa__wake_m(int mode, struct ursa__thread *t, int res) {
   URSA_ASSERT(t->state == URSA__BLOCKED);
   if (mode == URSA__SMPMODE) {               /* several VPs: src/sched decides where t runs */
-    ursa__wake_smp(t, res);
+    ursa__smp_wake(ursa__tls_vp, t, res);
     return;
   }
   if (ursa_unlikely(t->heap_idx != 0) || (mode != URSA__FAST && URSA__TRACING())) {

@@ -280,18 +280,19 @@ int ursa_stats(ursa_stats_t *out) {
 }
 
 static void print_row(FILE *f, const char *who, const ursa_stats_t *s) {
-  fprintf(f, "ursa: %-6s %12llu %12llu %12llu %12llu %12llu %10llu %10llu %8llu\n", who,
+  fprintf(f, "ursa: %-6s %12llu %12llu %12llu %12llu %12llu %10llu %10llu %8llu %10.3f %10llu\n", who,
           (unsigned long long)s->switches, (unsigned long long)s->yields,
           (unsigned long long)s->p_ops, (unsigned long long)s->p_blocking,
           (unsigned long long)s->blocks, (unsigned long long)s->created,
-          (unsigned long long)s->timers, (unsigned long long)s->idle_waits);
+          (unsigned long long)s->timers, (unsigned long long)s->idle_waits,
+          (double)s->idle_ns / 1e6, (unsigned long long)s->migrations);
 }
 
 int ursa_stats_print(FILE *f) {
   ursa_stats_t s;
   if (f == NULL) return -EINVAL;
-  fprintf(f, "ursa: %-6s %12s %12s %12s %12s %12s %10s %10s %8s\n", "VP", "switches", "yields",
-          "P ops", "blocking P", "blocks", "created", "timers", "idle");
+  fprintf(f, "ursa: %-6s %12s %12s %12s %12s %12s %10s %10s %8s %10s %10s\n", "VP", "switches", "yields",
+          "P ops", "blocking P", "blocks", "created", "timers", "idle", "idle ms", "migrated");
   {
     unsigned i, n = stats_vps();
     for (i = 0; i < n; i++) {

@@ -180,10 +180,6 @@ int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
   return 0;
 }
 
-void ursa__wake_smp(struct ursa__thread *t, int res) {
-  ursa__smp_wake(ursa__tls_vp, t, res);
-}
-
 void ursa__wake_slow(struct ursa__thread *t, int res) {
   if (t->heap_idx) ursa__timer_cancel(t->vp, t);
   if (URSA__TRACING()) ursa__trace_wake(t->vp, t, 0, res);   /* URSA_TRACE: one VP */
@@ -242,10 +238,12 @@ static struct ursa__thread *next_ready(struct ursa__vp *vp) {
       uint64_t d = vp->timers[1]->deadline;
       struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
       bool tr = URSA__TRACING();
+      uint64_t t0 = ursa__now();
       vp->stats.idle_waits++;
       if (tr) ursa__trace_idle(vp, 1);                      /* URSA_TRACE: idle slice */
       while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
       if (tr) ursa__trace_idle(vp, 0);
+      vp->stats.idle_ns += ursa__now() - t0;
     }
   }
 }

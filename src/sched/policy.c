@@ -178,6 +178,7 @@ static void rotate(struct ursa__vp *vp) {
   if (!ursa__wq_empty(in)) {
     uint32_t n = ursa__wq_len(in);        /* a snapshot: two VPs passing threads round the ring */
     while (n-- > 0 && (t = ursa__wq_pop(in)) != NULL) {   /* must not chase each other forever */
+      vp->stats.migrations++;
       /* keep it below the capacity, or when forward(i) holds as much: passing threads on to a VP
        * that is no emptier only sends them round and round */
       if (len < cap || fwd >= len || !ursa__wq_push(&x->wq, t)) { ursa__pq_push(vp, t); len++; }
@@ -213,6 +214,7 @@ static struct ursa__thread *lb2_take(struct ursa__vp *vp, struct ursa__vp *v) {
   ursa__spin_lock(&v->x->wq_lock);
   while (n < ursa__g.pq_cap && (t = ursa__wq_pop(&v->x->wq)) != NULL) {
     if (first == NULL) first = t; else ursa__pq_push(vp, t);
+    if (v != vp) vp->stats.migrations++;
     n++;
   }
   ursa__spin_unlock(&v->x->wq_lock);
@@ -252,6 +254,7 @@ struct ursa__thread *ursa__pol_fetch(struct ursa__vp *vp) {
         struct ursa__vp *v = ursa__g.vps[(vp->index + 1 + (start + i) % (n - 1)) % n];
         t = ursa__deque_steal(&v->x->dq);
       }
+      if (t) vp->stats.migrations++;
     }
     return t;
   default:                                              /* rotator: all arrives via rotate() */

@@ -33,8 +33,6 @@ struct ursa__smp {
   pthread_t            kt;            /* the kernel thread (VP 1..N-1)                          */
   void                *kstack;        /* its stack (mapped by ursa, so nothing stays cached)     */
   void                *altstack;      /* its alternate signal stack                             */
-  uint64_t             idle_ns;       /* time asleep in the kernel                              */
-  uint64_t             migrations_in; /* threads that arrived from another VP                  */
   uint8_t              in_idle;       /* counted in ursa__g.idle_vps                            */
 
   /* the Waiver Queue: pushed by the owner, popped by forward(i) (rotator) or by any VP under

@@ -180,7 +180,6 @@ static inline struct ursa__thread *pq_pop(struct ursa__vp *vp) {
 }
 
 void ursa__pq_push(struct ursa__vp *vp, struct ursa__thread *t) { pq_push(vp, t); }
-struct ursa__thread *ursa__pq_pop(struct ursa__vp *vp) { return pq_pop(vp); }
 uint32_t ursa__pq_len(const struct ursa__vp *vp) { return pq_len(vp); }
 
 /* ---- the inbox (any VP pushes, the owner drains) ---------------------------------------------- */
@@ -206,7 +205,7 @@ static URSA_NOINLINE void inbox_drain(struct ursa__vp *vp) {
   ursa__spin_unlock(&x->inbox_lock);
   while (t) {
     struct ursa__thread *n = t->qnext;
-    x->migrations_in++;
+    vp->stats.migrations++;
     ursa__smp_ready(vp, t, vp);
     t = n;
   }
@@ -469,7 +468,7 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
     if (__atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL) == 0) wait_taken(x, s);
   }
   if (tr) ursa__trace_idle(vp, 0);
-  x->idle_ns += ursa__now() - t0;
+  vp->stats.idle_ns += ursa__now() - t0;
   vp->stats.idle_waits++;
 }
 
