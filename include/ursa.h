@@ -72,7 +72,26 @@ typedef struct ursa_config {
   unsigned wq_cap;        /* URSA_WQ_CAP: Waiver Queue / deque capacity per VP (default 1024) */
   int    region_balance;  /* URSA_REGION_BALANCE: 1 = an idle VP with no region takes a whole
                              region from a VP that has several (moved at that VP's next switch) */
+  int    model;           /* URSA_MODEL: the execution model, URSA_MODEL_* below (default: pcm
+                             with several VPs, cm with one)                                   */
+  unsigned quantum_us;    /* URSA_QUANTUM_US: cp-ts time slice, 100 .. 10,000,000 us (10,000) */
+  unsigned switch_count;  /* URSA_SWITCH_COUNT: cp-ic, ursa_tick() calls between switches
+                             (10,000)                                                         */
 } ursa_config_t;
+
+/* Execution models (the journal paper's CM, PCM and CP; docs/GUIDE.md, "Choosing a model").  The
+ * same binary runs under each: URSA_MODEL=cm|pcm|cp-ts|cp-ic.
+ *   CM     one VP; a thread runs until it yields, waits or blocks.  vps must be 0 or 1.
+ *   PCM    N VPs, cooperative; threads of one region never run at the same time.
+ *   CP_TS  N VPs, preemptive by time-slicing: a thread that has run a whole quantum is switched
+ *          out at a safe point (a per-VP timer signal; never inside ursa, libc or another shared
+ *          library, never while preemption is disabled; else at the next ursa call or tick).
+ *   CP_IC  N VPs, preemptive by iteration counting: every switch_count-th ursa_tick() on a VP
+ *          switches (SR's loop back-edge counting). */
+#define URSA_MODEL_CM    1
+#define URSA_MODEL_PCM   2
+#define URSA_MODEL_CP_TS 3
+#define URSA_MODEL_CP_IC 4
 
 /* Run-queue policies with several VPs (docs/GUIDE.md compares them). */
 #define URSA_SCHED_ROTATOR 1   /* Lesser Bear LB3: per-VP Protect Queue + Waiver Queue ring    */
@@ -201,6 +220,37 @@ URSA_API int ursa_region_move(ursa_region_t *r, int vp);
 /* The VP index the region is bound to now, or -EINVAL. */
 URSA_API int ursa_region_vp(ursa_region_t *r);
 
+/* ---------------------------------------------------------------------------------------------
+ * Execution models and preemption
+ * ------------------------------------------------------------------------------------------- */
+
+/* The model in effect (URSA_MODEL_*), 0 before ursa_init. */
+URSA_API int ursa_model(void);
+/* "cm", "pcm", "cp-ts", "cp-ic", or "?" for another value. */
+URSA_API const char *ursa_model_name(int model);
+
+/* For a program written in the CM or PCM style (shared variables without locks): 0 under cm and
+ * pcm; under cp-ts and cp-ic prints why to stderr and returns -ENOTSUP, so the program can stop
+ * at start instead of racing (the journal paper's Table XXII).  -EPERM before ursa_init. */
+URSA_API int ursa_require_cooperative(void);
+
+/* A section in which the calling thread is not preempted (cp-ts, cp-ic); nestable.  A preemption
+ * due inside the section happens at the ursa_preempt_enable that ends it.  Blocking and yielding
+ * inside the section still switch.  -EPERM outside ursa; an enable without a disable: -EPERM. */
+URSA_API int ursa_preempt_disable(void);
+URSA_API int ursa_preempt_enable(void);
+
+/* The iteration-counting check, for loop back-edges of long computations: under cp-ic every
+ * switch_count-th call on a VP switches, like ursa_yield (it may resume on another VP); under
+ * cp-ts it is a safe point for a deferred preemption.  In cm and pcm, and in cp-ts while no
+ * preemption waits, it costs one load and one branch.  Callable from anywhere (a no-op outside
+ * ursa threads). */
+URSA_API extern int ursa__tick_flag;          /* private: nonzero when ursa__tick has work */
+URSA_API void ursa__tick(void);                /* private */
+static inline void ursa_tick(void) {
+  if (__builtin_expect(__atomic_load_n(&ursa__tick_flag, __ATOMIC_RELAXED) != 0, 0)) ursa__tick();
+}
+
 /* Dynamic C's waitfor: re-evaluates cond after each yield until it holds. */
 #define URSA_WAITFOR(cond) \
   do { while (!(cond)) (void)ursa_yield(); } while (0)
@@ -225,6 +275,9 @@ typedef struct ursa_stats {
   uint64_t idle_waits;   /* times the VP waited in the kernel (timer, or no work) */
   uint64_t idle_ns;      /* nanoseconds the VP spent waiting in the kernel      */
   uint64_t migrations;   /* threads that came to this VP from another one       */
+  uint64_t preemptions;  /* involuntary switches (cp-ts time slice, cp-ic count) */
+  uint64_t preempt_deferred; /* cp-ts slices that ended outside a safe point     */
+  uint64_t ticks;        /* ursa_tick() calls counted (cp-ic)                   */
 } ursa_stats_t;
 
 URSA_API unsigned ursa_vp_count(void);

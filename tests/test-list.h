@@ -16,3 +16,4 @@ TEST(thread_dump)
 #include "list-queues.h"
 #include "list-smp.h"
 #include "list-trace.h"
+#include "list-model.h"

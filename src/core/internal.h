@@ -150,6 +150,7 @@ struct ursa__thread {
   uint8_t              pinned;       /* t runs on home only                                      */
   uint8_t              in_extra;     /* READY in its VP's overflow list, not in the ring         */
   uint32_t             pin_depth;    /* ursa_vp_pin nesting                                      */
+  uint32_t             preempt_off;  /* ursa_preempt_disable nesting (src/model/preempt.c)       */
   char                *stack_lo;     /* lowest usable byte (above the guard)                    */
   size_t               stack_size;   /* usable bytes (descriptor included)                      */
   uint64_t             id;
@@ -210,6 +211,15 @@ struct ursa__vp {
   struct ursa__thread *main_thread;  /* the thread that called ursa_init (VP 0 only)           */
   struct ursa__smp    *x;            /* SMP state (src/sched/sched_smp.h), NULL with one VP      */
   ursa__spin_t         tlock;        /* guards the timer heap when smp (wakers cancel timers)   */
+  /* preemption (src/model/preempt.c): written by this VP's kernel thread only, by its code or by
+   * its timer signal's handler (relaxed atomics or exchanges where both write) */
+  uint8_t              pre_pending;  /* a preemption was deferred: take it at the next safe point */
+  uint8_t              pre_timer_on; /* the VP's cp-ts timer exists                              */
+  uint8_t              pre_armed;    /* ... and is armed (disarmed while the VP sleeps)          */
+  int32_t              ic_left;      /* cp-ic: ursa_tick calls left before the next switch       */
+  uint64_t             pre_sw;       /* stats.switches at the last timer tick                    */
+  uint64_t             pending_sw;   /* stats.switches when the pending preemption was deferred  */
+  void                *pre_timer;    /* timer_t of the cp-ts timer                               */
 };
 
 /* The VP of the calling kernel thread, NULL outside ursa.  Initial-exec TLS: one %fs load. */
@@ -266,6 +276,12 @@ struct ursa__global {
   int      sleepers;                 /* atomic: VPs asleep with no timer (vp.c)               */
   int      idle_vps;                 /* atomic: VPs in their idle context (policy.c balances)  */
   uint32_t timers_cap_all;           /* every VP's heap holds at least this many (SMP)        */
+  /* execution model (src/model/) */
+  int      model;                    /* URSA_MODEL_*                                          */
+  uint64_t quantum_ns;               /* cp-ts                                                 */
+  int32_t  switch_count;             /* cp-ic                                                 */
+  int      preempt_live;             /* cp-ts handlers act (set last by ursa_init, cleared first
+                                        by ursa_fini; relaxed: read by the handler)           */
 };
 URSA_HIDDEN extern struct ursa__global ursa__g;
 
@@ -474,6 +490,7 @@ URSA_HIDDEN int ursa__switch_traced(struct ursa__vp *vp, struct ursa__thread *fr
      URSA__SWITCH_RETURN_RAW(vp, from, to);                                               \
    } while (0)
 
+URSA_HIDDEN int  ursa__yield_involuntary(struct ursa__vp *vp);   /* src/model/ */
 URSA_HIDDEN int  ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline);
 URSA_HIDDEN void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t);
 URSA_HIDDEN void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadline);

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "../model/model.h"
 #include "../sched/sched_smp.h"
 #include "../sched/policy.h"
 
@@ -125,6 +126,7 @@ int ursa_init(const ursa_config_t *cfg) {
   if (c.pq_cap == 0) c.pq_cap = env_uint("URSA_PQ_CAP");
   if (c.wq_cap == 0) c.wq_cap = env_uint("URSA_WQ_CAP");
   if (c.region_balance == 0) c.region_balance = env_flag("URSA_REGION_BALANCE");
+  if ((err = ursa__model_config(&c, cfg)) != 0) return err;   /* cm: one VP */
   if (c.vps == 0) c.vps = cpus_allowed();
   if (c.sched == 0) c.sched = URSA_SCHED_ROTATOR;
 #if URSA_TEST_HARD
@@ -160,6 +162,7 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__g.wq_cap = c.wq_cap;
   ursa__g.pin = c.pin;
   ursa__g.region_balance = c.region_balance != 0;
+  ursa__g.model = c.model;                            /* 0: ursa__model_start decides */
 
   memset(vp, 0, sizeof *vp);
   vp->errno_p = &errno;
@@ -170,7 +173,14 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__g.initialized = 1;
   (void)ursa__stack_prealloc(vp, c.stack_prealloc);   /* best effort: create maps on demand */
   ursa__trace_init();                                 /* URSA_TRACE: before VPs 1..N-1 start */
-  if (ursa__g.nvps > 1 && (err = ursa__smp_init()) != 0) {
+  err = ursa__model_start(vp);                        /* cp-ts: the signal handler */
+  if (err == 0 && ursa__g.nvps > 1) err = ursa__smp_init();
+  /* VP 0's hottest paths take their checked copies (which also end in preemption points) */
+  vp->slow = vp->smp || URSA__TRACING() || ursa__g.model == URSA_MODEL_CP_TS;
+  if (err == 0) err = ursa__model_go(vp);            /* cp-ts: VP 0's timer; handlers act */
+  if (err != 0) {
+    if (vp->smp) ursa__smp_fini();                    /* VPs 1..N-1 delete their timers */
+    ursa__model_stop(vp);                             /* then the handler goes */
     ursa__trace_discard();
     ursa__tls_vp = NULL;
     ursa__g.initialized = 0;
@@ -178,7 +188,6 @@ int ursa_init(const ursa_config_t *cfg) {
     ursa__stack_pool_drain(vp);
     goto fail;
   }
-  vp->slow = vp->smp || URSA__TRACING();              /* VP 0's hottest paths: checked copies */
   if (ursa__g.stats && !atexit_registered) {
     atexit(print_stats_at_exit);
     atexit_registered = 1;
@@ -211,8 +220,10 @@ int ursa_fini(void) {
   ursa__thread_foreach(count_live, &live);
   if (live > 1) return -EBUSY;                        /* threads alive or not yet joined */
   if (vp != &ursa__g.vp0) return -EPERM;
+  __atomic_store_n(&ursa__g.preempt_live, 0, __ATOMIC_RELAXED);   /* cp-ts: ticks are ignored */
   ursa__reap(vp);
   if (vp->smp) ursa__smp_fini();                      /* keeps the counters (stats_keep) */
+  ursa__model_stop(vp);
   ursa__trace_fini();                                 /* URSA_TRACE: every VP has stopped */
   ursa__overflow_handler_remove();
   ursa__stack_pool_drain(vp);
@@ -280,19 +291,22 @@ int ursa_stats(ursa_stats_t *out) {
 }
 
 static void print_row(FILE *f, const char *who, const ursa_stats_t *s) {
-  fprintf(f, "ursa: %-6s %12llu %12llu %12llu %12llu %12llu %10llu %10llu %8llu %10.3f %10llu\n", who,
+  fprintf(f, "ursa: %-6s %12llu %12llu %12llu %12llu %12llu %10llu %10llu %8llu %10.3f %10llu %10llu %10llu %12llu\n", who,
           (unsigned long long)s->switches, (unsigned long long)s->yields,
           (unsigned long long)s->p_ops, (unsigned long long)s->p_blocking,
           (unsigned long long)s->blocks, (unsigned long long)s->created,
           (unsigned long long)s->timers, (unsigned long long)s->idle_waits,
-          (double)s->idle_ns / 1e6, (unsigned long long)s->migrations);
+          (double)s->idle_ns / 1e6, (unsigned long long)s->migrations,
+          (unsigned long long)s->preemptions, (unsigned long long)s->preempt_deferred,
+          (unsigned long long)s->ticks);
 }
 
 int ursa_stats_print(FILE *f) {
   ursa_stats_t s;
   if (f == NULL) return -EINVAL;
-  fprintf(f, "ursa: %-6s %12s %12s %12s %12s %12s %10s %10s %8s %10s %10s\n", "VP", "switches", "yields",
-          "P ops", "blocking P", "blocks", "created", "timers", "idle", "idle ms", "migrated");
+  fprintf(f, "ursa: %-6s %12s %12s %12s %12s %12s %10s %10s %8s %10s %10s %10s %10s %12s\n", "VP", "switches", "yields",
+          "P ops", "blocking P", "blocks", "created", "timers", "idle", "idle ms", "migrated",
+          "preempted", "deferred", "ticks");
   {
     unsigned i, n = stats_vps();
     for (i = 0; i < n; i++) {

@@ -35,6 +35,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "../model/model.h"
 #include "../sched/sched_smp.h"
 
 #include <sched.h>
@@ -241,7 +242,9 @@ static struct ursa__thread *next_ready(struct ursa__vp *vp) {
       uint64_t t0 = ursa__now();
       vp->stats.idle_waits++;
       if (tr) ursa__trace_idle(vp, 1);                      /* URSA_TRACE: idle slice */
+      ursa__preempt_idle(vp, 1);                            /* cp-ts: no ticks while asleep */
       while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+      ursa__preempt_idle(vp, 0);
       if (tr) ursa__trace_idle(vp, 0);
       vp->stats.idle_ns += ursa__now() - t0;
     }
@@ -356,9 +359,17 @@ static URSA_NOINLINE int yield_timers(struct ursa__vp *vp) {
 
 int ursa_yield(void) {
   URSA_VP_OR_RETURN(vp);
-  if (ursa_unlikely(vp->smp)) return ursa__smp_yield(vp);
   vp->stats.yields++;
+  if (ursa_unlikely(vp->smp)) return ursa__smp_yield(vp);
   if (ursa_unlikely(vp->ntimers != 0)) return yield_timers(vp);
+  return yield_1(vp);
+}
+
+/* A yield the thread did not ask for (src/model/: a time slice or tick count ended): not counted
+ * as a yield. */
+int ursa__yield_involuntary(struct ursa__vp *vp) {
+  if (vp->smp) return ursa__smp_yield(vp);
+  if (vp->ntimers != 0) ursa__timers_fire(vp, ursa__now());
   return yield_1(vp);
 }
 

@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "../model/model.h"
 #include "../sched/sched_smp.h"
 
 #include <pthread.h>
@@ -386,7 +387,11 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   if (ursa_unlikely(fn == NULL)) return -EINVAL;
   if (attr != NULL && ((a = attr_get(attr)) == NULL || a->vp >= (int)ursa__g.nvps)) return -EINVAL;
   if (ursa_unlikely(out == NULL && !(a && a->detached))) return -EINVAL;
-  if (ursa_unlikely(vp->smp)) return create_smp_(vp, out, a, fn, arg);
+  if (ursa_unlikely(vp->slow)) {                      /* several VPs, tracing or cp-ts */
+    int r = vp->smp ? create_smp_(vp, out, a, fn, arg) : create_(vp, out, a, fn, arg, false);
+    ursa__preempt_point(vp);                          /* cp-ts: a deferred preemption */
+    return r;
+  }
   return create_(vp, out, a, fn, arg, false);
 }
 

@@ -69,6 +69,8 @@ URSA_HIDDEN void ursa__smp_timers_fire(struct ursa__vp *vp, uint64_t now);
 URSA_HIDDEN struct ursa__vp *ursa__smp_place(struct ursa__vp *self, int want);
 URSA_HIDDEN uint64_t ursa__smp_next_id(struct ursa__vp *vp);
 URSA_HIDDEN void ursa__smp_balance(struct ursa__vp *vp);
+/* Whether vp has threads to run besides its current one (a snapshot: lock-free reads only). */
+URSA_HIDDEN bool ursa__smp_has_work(struct ursa__vp *vp);
 /* Wakes VP v if it sleeps: call after making work visible to it. */
 URSA_HIDDEN void ursa__vp_kick(struct ursa__vp *v);
 

@@ -65,6 +65,7 @@
  */
 #define _GNU_SOURCE
 #include "sched_smp.h"
+#include "../model/model.h"
 #include "policy.h"
 
 #include <errno.h>
@@ -301,7 +302,6 @@ int ursa__smp_switch_out(struct ursa__vp *vp, struct ursa__thread *cur) {
 
 int ursa__smp_yield(struct ursa__vp *vp) {
   struct ursa__thread *cur = vp->cur, *next;
-  vp->stats.yields++;
   if (__atomic_load_n(&vp->ntimers, __ATOMIC_RELAXED)) ursa__smp_timers_fire(vp, ursa__now());
   next = pick(vp, cur->region);
   if (next == NULL) return 0;                          /* nothing else to run here: go on */
@@ -408,6 +408,9 @@ static bool has_work(struct ursa__vp *vp) {
          ursa__pol_has_work(vp);
 }
 
+/* Lock-free reads only: the cp-ts signal handler calls it (src/model/preempt.c). */
+bool ursa__smp_has_work(struct ursa__vp *vp) { return has_work(vp); }
+
 static uint64_t next_deadline(struct ursa__vp *vp) {
   uint64_t d = 0;
   ursa__spin_lock(&vp->tlock);
@@ -449,10 +452,12 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
   t0 = ursa__now();
   tr = URSA__TRACING();
   if (tr) ursa__trace_idle(vp, 1);                     /* URSA_TRACE: idle slice */
+  ursa__preempt_idle(vp, 1);                           /* cp-ts: no ticks while asleep */
   if (deadline == 0) {
     uint32_t expect = 2;
     if (!__atomic_compare_exchange_n(&x->sleeping, &expect, 3u, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
       wait_taken(x, s);                                /* a waker was faster */
+      ursa__preempt_idle(vp, 0);
       if (tr) ursa__trace_idle(vp, 0);
       return;
     }
@@ -467,6 +472,7 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
       futex_wait(&x->wakeseq, s, deadline);
     if (__atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL) == 0) wait_taken(x, s);
   }
+  ursa__preempt_idle(vp, 0);
   if (tr) ursa__trace_idle(vp, 0);
   vp->stats.idle_ns += ursa__now() - t0;
   vp->stats.idle_waits++;
@@ -596,11 +602,16 @@ static void *vp_main(void *arg) {
   vp->cur = x->idle;
   ursa__altstack_setup(&x->altstack);
   if (ursa__g.pin) pin_to_cpu(vp->index);
+  vp->ic_left = ursa__g.switch_count;                  /* cp-ic */
+  if (ursa__g.model == URSA_MODEL_CP_TS && ursa__ts_vp_start(vp) != 0)
+    fprintf(stderr, "ursa: cp-ts: VP %u has no timer (timer_create failed): its threads are not "
+                    "time-sliced\n", vp->index);
 #if URSA_TSAN
   x->idle->tsan_fiber = __tsan_get_current_fiber();
 #endif
   __atomic_store_n(ursa__ctx_oncpu(&x->idle->ctx), 1, __ATOMIC_RELAXED);
   idle_loop(vp);
+  ursa__ts_vp_stop(vp);
   ursa__reap(vp);
   ursa__altstack_teardown(x->altstack);
   ursa__tls_vp = NULL;

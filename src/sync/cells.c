@@ -13,6 +13,7 @@
  * Executed only by ursa threads.
  */
 #include "../core/internal.h"
+#include "../model/model.h"
 
 #define URSA__IVAR_MAGIC 0x49565231u
 #define URSA__MVAR_MAGIC 0x4d565231u
@@ -75,6 +76,7 @@ int ursa_ivar_put(ursa_ivar_t *v, void *value) {
   x->full = 1;
   ursa__wake_all(vp, &x->q, 0);
   ursa__ounlock(vp, &x->lock);
+  ursa__preempt_point(vp);                            /* cp-ts: a deferred preemption */
   return 0;
 }
 
@@ -164,6 +166,7 @@ int ursa_mvar_put(ursa_mvar_t *v, void *value) {
   if (!x->full) {
     mvar_fill(vp, x, value);
     ursa__ounlock(vp, &x->lock);
+    ursa__preempt_point(vp);
     return 0;
   }
   vp->cur->wait_data = value;

@@ -13,6 +13,7 @@
  * Executed only by ursa threads.
  */
 #include "../core/internal.h"
+#include "../model/model.h"
 
 #define URSA__MUTEX_MAGIC 0x4d545831u
 #define URSA__COND_MAGIC  0x434f4e31u
@@ -131,6 +132,7 @@ int ursa_mutex_unlock(ursa_mutex_t *m) {
   if (x->count) x->count--;
   else mutex_release(vp, x);
   ursa__ounlock(vp, &x->lock);
+  ursa__preempt_point(vp);                            /* cp-ts: a deferred preemption */
   return 0;
 }
 
@@ -206,6 +208,7 @@ int ursa_cond_signal(ursa_cond_t *c) {
   ursa__olock(vp, &x->lock);
   if ((t = ursa__q_take(vp, &x->q)) != NULL) ursa__wake(t, 0);
   ursa__ounlock(vp, &x->lock);
+  ursa__preempt_point(vp);
   return 0;
 }
 
@@ -216,5 +219,6 @@ int ursa_cond_broadcast(ursa_cond_t *c) {
   ursa__olock(vp, &x->lock);
   ursa__wake_all(vp, &x->q, 0);
   ursa__ounlock(vp, &x->lock);
+  ursa__preempt_point(vp);
   return 0;
 }

@@ -9,6 +9,7 @@
  * Executed only by ursa threads.
  */
 #include "../core/internal.h"
+#include "../model/model.h"
 
 #define URSA__SEM_MAGIC 0x53454d31u
 
@@ -106,9 +107,11 @@ static URSA__ALWAYS_INLINE int sem_post_(struct ursa__sem *x, const int mode) {
   return 0;
 }
 
-static URSA_NOINLINE int sem_post_slow(const struct ursa__vp *vp, struct ursa__sem *x) {
-  if (vp->smp) return sem_post_(x, URSA__SMPMODE);
-  return sem_post_(x, URSA__CHECKED);
+/* The checked copies (several VPs, tracing, cp-ts) end in the preemption point (src/model/). */
+static URSA_NOINLINE int sem_post_slow(struct ursa__vp *vp, struct ursa__sem *x) {
+  int r = vp->smp ? sem_post_(x, URSA__SMPMODE) : sem_post_(x, URSA__CHECKED);
+  ursa__preempt_point(vp);
+  return r;
 }
 
 int ursa_sem_post(ursa_sem_t *s) {

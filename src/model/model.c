@@ -1,0 +1,192 @@
+/*
+ * model.c - which execution model runs (URSA_MODEL), iteration counting (ursa_tick), the
+ * no-preemption section, and the deferred preemption every model-aware path ends in.
+ *
+ * The models (the journal paper's, section 3.1):
+ *   cm     one VP, no preemption: a thread runs until it yields, waits or blocks.
+ *   pcm    N VPs, no preemption; regions (src/sched/region.c) keep one thread per region running.
+ *   cp-ts  N VPs, time-slicing: preempt.c's per-VP timer signal switches a thread out after a
+ *          whole quantum, at a safe point only.
+ *   cp-ic  N VPs, iteration counting: ursa_tick() (inline in ursa.h) calls ursa__tick while
+ *          ursa__tick_flag is nonzero, and every switch_count-th call on a VP switches.
+ *
+ * ursa__tick_flag.  Bit 30 is set for the whole run under cp-ic; under cp-ts the low bits count
+ * the VPs with a deferred preemption (vp->pre_pending), so ursa_tick becomes a safe point while
+ * one waits and costs a load and a branch otherwise.  Written with atomic read-modify-writes (by
+ * signal handlers too); ursa_tick reads it relaxed: a stale zero only delays a deferred
+ * preemption to the next safe point.
+ *
+ * Involuntary switches keep the thread on its VP (ursa__preempt_switch pins it across the yield):
+ * the code it was interrupted in may hold the address of this kernel thread's errno or __thread
+ * variables at any instruction.  A region member may still move with its region.
+ *
+ * Who calls what: ursa__tick, ursa_preempt_* and the API from ursa threads; ursa__preempt_switch
+ * and ursa__pending_set also from the cp-ts signal handler, on the VP's own kernel thread.
+ */
+#define _GNU_SOURCE
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define URSA__TICK_IC (1 << 30)
+
+int ursa__tick_flag;
+
+static const char *const names[] = { "?", "cm", "pcm", "cp-ts", "cp-ic" };
+
+const char *ursa_model_name(int model) {
+  return model >= URSA_MODEL_CM && model <= URSA_MODEL_CP_IC ? names[model] : names[0];
+}
+
+int ursa_model(void) { return ursa__g.initialized ? ursa__g.model : 0; }
+
+/* ---- configuration ---------------------------------------------------------------------------- */
+
+static int env_model(void) {
+  const char *v = getenv("URSA_MODEL");
+  int m;
+  if (v == NULL || *v == '\0') return 0;
+  for (m = URSA_MODEL_CM; m <= URSA_MODEL_CP_IC; m++)
+    if (strcmp(v, names[m]) == 0) return m;
+  fprintf(stderr, "ursa: ignoring URSA_MODEL=%s: not cm, pcm, cp-ts or cp-ic\n", v);
+  return 0;
+}
+
+/* A number in [lo, hi] from the environment, 0 when unset or (with a warning) bad. */
+static unsigned long env_range(const char *name, unsigned long lo, unsigned long hi) {
+  const char *v = getenv(name);
+  char *end;
+  unsigned long n;
+  if (v == NULL || *v == '\0') return 0;
+  n = strtoul(v, &end, 10);
+  if (*end == '\0' && n >= lo && n <= hi) return n;
+  fprintf(stderr, "ursa: ignoring %s=%s: not a number from %lu to %lu\n", name, v, lo, hi);
+  return 0;
+}
+
+#define QUANTUM_MIN_US 100ul
+#define QUANTUM_MAX_US 10000000ul
+#define SWITCH_COUNT_MAX 2147483647ul
+
+int ursa__model_config(ursa_config_t *c, const ursa_config_t *given) {
+  unsigned long q = c->quantum_us, n = c->switch_count;
+  if (c->model == 0) c->model = env_model();
+  else if (c->model < URSA_MODEL_CM || c->model > URSA_MODEL_CP_IC) return -EINVAL;
+  if (q == 0) q = env_range("URSA_QUANTUM_US", QUANTUM_MIN_US, QUANTUM_MAX_US);
+  else if (q < QUANTUM_MIN_US || q > QUANTUM_MAX_US) return -EINVAL;
+  if (n == 0) n = env_range("URSA_SWITCH_COUNT", 1, SWITCH_COUNT_MAX);
+  if (c->model == URSA_MODEL_CM) {
+    if (c->vps > 1) {
+      fprintf(stderr, "ursa: the cm model runs one VP, but %s asks for %u\n",
+              given && given->vps ? "ursa_config_t.vps" : "URSA_VPS", c->vps);
+      return -EINVAL;
+    }
+    c->vps = 1;
+  }
+  if (c->model == URSA_MODEL_CP_TS && ursa__ts_check() != 0) return -ENOTSUP;
+  ursa__g.quantum_ns = (q ? q : 10000ul) * 1000u;
+  ursa__g.switch_count = (int32_t)(n ? n : 10000ul);
+  return 0;
+}
+
+int ursa__model_start(struct ursa__vp *vp0) {
+  if (ursa__g.model == 0) ursa__g.model = ursa__g.nvps > 1 ? URSA_MODEL_PCM : URSA_MODEL_CM;
+  __atomic_store_n(&ursa__tick_flag, ursa__g.model == URSA_MODEL_CP_IC ? URSA__TICK_IC : 0, __ATOMIC_RELAXED);
+  vp0->ic_left = ursa__g.switch_count;
+  if (ursa__g.model != URSA_MODEL_CP_TS) return 0;
+  return ursa__ts_install();
+}
+
+int ursa__model_go(struct ursa__vp *vp0) {
+  int err;
+  if (ursa__g.model != URSA_MODEL_CP_TS) return 0;
+  if ((err = ursa__ts_vp_start(vp0)) != 0) return err;
+  __atomic_store_n(&ursa__g.preempt_live, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+void ursa__model_stop(struct ursa__vp *vp0) {
+  __atomic_store_n(&ursa__g.preempt_live, 0, __ATOMIC_RELAXED);
+  if (ursa__g.model == URSA_MODEL_CP_TS) {
+    ursa__ts_vp_stop(vp0);
+    ursa__ts_uninstall();
+  }
+  __atomic_store_n(&ursa__tick_flag, 0, __ATOMIC_RELAXED);
+}
+
+/* ---- preemption ------------------------------------------------------------------------------- */
+
+void ursa__pending_set(struct ursa__vp *vp, int on) {
+  /* exchanges: the signal handler may set it between this thread's load and store */
+  if (on) {
+    if (__atomic_exchange_n(&vp->pre_pending, 1, __ATOMIC_RELAXED) == 0) {
+      vp->pending_sw = __atomic_load_n(&vp->stats.switches, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&ursa__tick_flag, 1, __ATOMIC_RELAXED);
+    }
+  } else if (__atomic_exchange_n(&vp->pre_pending, 0, __ATOMIC_RELAXED) != 0) {
+    __atomic_sub_fetch(&ursa__tick_flag, 1, __ATOMIC_RELAXED);
+  }
+}
+
+struct ursa__vp *ursa__preempt_switch(struct ursa__vp *vp) {
+  struct ursa__thread *cur = vp->cur;
+  uint8_t pinned = cur->pinned;
+  struct ursa__vp *home = cur->home, *now;
+  uint64_t sw = vp->stats.switches;
+  if (!pinned) { cur->pinned = 2; cur->home = vp; }  /* resume on this kernel thread (see top) */
+  ursa__yield_involuntary(vp);
+  now = ursa__vp_current();                          /* vp, unless cur's region moved */
+  if (!pinned) { cur->pinned = 0; cur->home = home; }
+  if (now != vp || now->stats.switches != sw) now->stats.preemptions++;   /* another thread ran */
+  return now;
+}
+
+void ursa__preempt_deferred(struct ursa__vp *vp) {
+  struct ursa__thread *cur = vp->cur;
+  ursa__pending_set(vp, 0);
+  if (vp->stats.switches != vp->pending_sw) return;   /* it has switched since: nothing is owed */
+  if (cur->preempt_off) { ursa__pending_set(vp, 1); return; }   /* at ursa_preempt_enable */
+  ursa__preempt_switch(vp);
+}
+
+void ursa__tick(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  if (vp == NULL) return;
+  if (ursa__g.model == URSA_MODEL_CP_IC) {
+    vp->stats.ticks++;
+    if (--vp->ic_left > 0) return;
+    vp->ic_left = ursa__g.switch_count;
+    if (vp->cur->preempt_off) { ursa__pending_set(vp, 1); return; }   /* at ursa_preempt_enable */
+    ursa__preempt_switch(vp);
+    return;
+  }
+  ursa__preempt_point(vp);
+}
+
+int ursa_preempt_disable(void) {
+  URSA_VP_OR_RETURN(vp);
+  vp->cur->preempt_off++;
+  return 0;
+}
+
+int ursa_preempt_enable(void) {
+  struct ursa__thread *cur;
+  URSA_VP_OR_RETURN(vp);
+  cur = vp->cur;
+  if (cur->preempt_off == 0) return -EPERM;
+  if (--cur->preempt_off == 0) ursa__preempt_point(vp);
+  return 0;
+}
+
+int ursa_require_cooperative(void) {
+  if (!ursa__g.initialized) return -EPERM;
+  if (ursa__g.model == URSA_MODEL_CP_TS || ursa__g.model == URSA_MODEL_CP_IC) {
+    fprintf(stderr, "ursa: this program is written for cooperative execution (shared variables "
+                    "without locks) and must not run under the preemptive model %s; run it with "
+                    "URSA_MODEL=cm or URSA_MODEL=pcm\n", ursa_model_name(ursa__g.model));
+    return -ENOTSUP;
+  }
+  return 0;
+}

@@ -1,0 +1,54 @@
+/*
+ * model.h - the execution models (CM, PCM, CP by time-slicing, CP by iteration counting) as the
+ * rest of the core sees them: setup calls for ursa_init/ursa_fini and the VPs, and the preemption
+ * points.  model.c chooses the model and implements ursa_tick and the disable/enable section;
+ * preempt.c implements cp-ts (the per-VP timer and its signal handler).
+ */
+#ifndef URSA_MODEL_H
+#define URSA_MODEL_H
+
+#include "../core/internal.h"
+
+/* ---- model.c ---- */
+/* Resolves c->model from the config and URSA_MODEL, checks it against c->vps (cm: one VP) and
+ * fills quantum and switch count; sets c->vps when the model decides it.  -EINVAL for a bad
+ * config value (a bad environment value is ignored with a warning), -ENOTSUP for cp-ts where
+ * it cannot be safe (see preempt.c). */
+URSA_HIDDEN int  ursa__model_config(ursa_config_t *c, const ursa_config_t *given);
+/* After VP 0 exists (before VPs 1..N-1 start): installs the signal handler. */
+URSA_HIDDEN int  ursa__model_start(struct ursa__vp *vp0);
+/* At the end of ursa_init: starts VP 0's timer, and the handler starts acting on ticks (until
+ * then, and from the start of ursa_fini, it ignores them: the VPs' state is not all there). */
+URSA_HIDDEN int  ursa__model_go(struct ursa__vp *vp0);
+/* ursa_fini, and a failing ursa_init. */
+URSA_HIDDEN void ursa__model_stop(struct ursa__vp *vp0);
+
+/* A preemption that was deferred (vp->pre_pending) is taken here when the running thread may be
+ * switched out: called by ursa calls that do not otherwise switch (post, unlock, signal, create),
+ * at their end, with no lock held. */
+URSA_HIDDEN void ursa__preempt_deferred(struct ursa__vp *vp);
+static inline void ursa__preempt_point(struct ursa__vp *vp) {
+  if (ursa_unlikely(__atomic_load_n(&vp->pre_pending, __ATOMIC_RELAXED))) ursa__preempt_deferred(vp);
+}
+/* Switches the running thread out involuntarily (a time slice or a tick count ended): a yield that
+ * keeps the thread on this VP, since the compiled code it was interrupted in may hold addresses
+ * of this kernel thread's TLS (errno, __thread).  Counts a preemption when another thread ran.
+ * Returns the VP the thread runs on now (vp, unless its region moved meanwhile). */
+URSA_HIDDEN struct ursa__vp *ursa__preempt_switch(struct ursa__vp *vp);
+/* Sets or clears vp->pre_pending, keeping ursa__tick_flag's count of pending VPs. */
+URSA_HIDDEN void ursa__pending_set(struct ursa__vp *vp, int on);
+
+/* ---- preempt.c (cp-ts) ---- */
+URSA_HIDDEN int  ursa__ts_check(void);                     /* -ENOTSUP with a message if unsafe  */
+URSA_HIDDEN int  ursa__ts_install(void);                   /* the handler, once per ursa_init    */
+URSA_HIDDEN void ursa__ts_uninstall(void);
+URSA_HIDDEN int  ursa__ts_vp_start(struct ursa__vp *vp);   /* on the VP's own kernel thread      */
+URSA_HIDDEN void ursa__ts_vp_stop(struct ursa__vp *vp);    /* on the VP's own kernel thread      */
+/* Disarms (sleep = 1) or rearms (0) the VP's timer around a wait in the kernel: an idle VP takes
+ * no timer signals. */
+URSA_HIDDEN void ursa__ts_idle(struct ursa__vp *vp, int sleep);
+static inline void ursa__preempt_idle(struct ursa__vp *vp, int sleep) {
+  if (ursa_unlikely(vp->pre_timer_on)) ursa__ts_idle(vp, sleep);
+}
+
+#endif

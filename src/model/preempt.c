@@ -1,0 +1,256 @@
+/*
+ * preempt.c - cp-ts, preemption by time-slicing (the journal paper's SRTS).
+ *
+ * Protocol
+ *   Each VP has its own POSIX timer on CLOCK_MONOTONIC, periodic with the quantum, delivering
+ *   URSA__PREEMPT_SIGNAL (a real-time signal, never SIGALRM) to that VP's kernel thread alone
+ *   (SIGEV_THREAD_ID).  The handler runs on the interrupted thread's stack, on that kernel thread:
+ *     1. A tick that finds vp->stats.switches changed since the previous tick only records it: the
+ *        running thread started within this quantum.  So a thread runs one to two quanta.
+ *     2. Otherwise the thread has run a whole quantum.  It is switched out right in the handler
+ *        when the interrupted point is safe:
+ *          - the program counter is in the main executable's code and not in ursa's (section
+ *            ursa_text, see cmake/ursa_text.ld): never inside ursa (whose locks and per-VP state
+ *            may be mid-update), libc (malloc's and stdio's locks belong to the kernel thread),
+ *            the vDSO, the dynamic loader or any other shared library;
+ *          - the thread has not disabled preemption (ursa_preempt_disable);
+ *          - the stack pointer is on the thread's own ursa stack (not a sigaltstack), and the
+ *            interrupted signal mask is the VP's usual one (not inside another signal's handler).
+ *        The switch is ursa__preempt_switch: a yield that keeps the thread on this VP.  When it
+ *        is resumed, the handler returns and sigreturn restores every register, as for any signal.
+ *     3. At an unsafe point the preemption is deferred (vp->pre_pending): it is taken at the next
+ *        safe point, that is the next ursa_tick, ursa_preempt_enable, or ursa call that posts,
+ *        unlocks, signals or creates (model.h: ursa__preempt_point), or the next tick that finds
+ *        the thread in its own code, which comes after a quarter of a quantum (retry_soon); a
+ *        switch for any other reason cancels it.
+ *   SA_RESTART: interrupted system calls restart (those Linux restarts, see signal(7)).
+ *   SA_NODEFER: the signal is not blocked in the handler, so a thread switched out from inside
+ *   the handler leaves the VP's mask as it was; a nested tick finds the PC inside ursa and defers.
+ *   A VP that waits in the kernel disarms its timer (ursa__ts_idle) and rearms it when it wakes.
+ *
+ * Where it cannot be safe, ursa_init refuses cp-ts (-ENOTSUP, with the reason on stderr): in a
+ * ThreadSanitizer build (TSan runs handlers later, from inside its own interceptors), and when
+ * malloc is not in a shared library (a static executable, or a sanitizer runtime linked into it),
+ * because then libc's code cannot be told from the program's.
+ *
+ * Who calls what: the ursa__ts_* functions run on the VP's own kernel thread (install/uninstall
+ * on VP 0's, from ursa_init and ursa_fini); the handler only on the thread its timer targets.
+ */
+#define _GNU_SOURCE
+#include "model.h"
+#include "../sched/sched_smp.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define URSA__PREEMPT_SIGNAL (SIGRTMIN + 4)
+
+/* ursa's own code: the bounds of section ursa_text (cmake/ursa_text.ld gathers every .text of
+ * ursa's objects there).  Weak: a build that skipped that step refuses cp-ts when ursa's code is
+ * inside the executable (as a shared library ursa is outside it anyway). */
+extern const char ursa__text_lo[] __attribute__((weak, visibility("hidden")));
+extern const char ursa__text_hi[] __attribute__((weak, visibility("hidden")));
+
+#define MAX_RANGES 8
+static struct { uintptr_t lo, hi; } exe[MAX_RANGES];   /* the executable's code, set by check */
+static unsigned nexe;
+static uintptr_t ursa_lo, ursa_hi;
+static struct sigaction old_action;
+static int installed;
+
+static inline bool in_exe(uintptr_t pc) {
+  for (unsigned i = 0; i < nexe; i++)
+    if (pc - exe[i].lo < exe[i].hi - exe[i].lo) return true;
+  return false;
+}
+
+static int find_exe(struct dl_phdr_info *info, size_t size, void *arg) {
+  URSA_UNUSED(size);
+  URSA_UNUSED(arg);
+  nexe = 0;
+  for (int i = 0; i < info->dlpi_phnum && nexe < MAX_RANGES; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    exe[nexe].lo = info->dlpi_addr + ph->p_vaddr;
+    exe[nexe].hi = exe[nexe].lo + ph->p_memsz;
+    nexe++;
+  }
+  return 1;                                   /* the first object is the executable: stop */
+}
+
+static int refuse(const char *why) {
+  fprintf(stderr, "ursa: URSA_MODEL=cp-ts is not available here: %s (cp-ic, pcm and cm are)\n", why);
+  return -ENOTSUP;
+}
+
+int ursa__ts_check(void) {
+  void *m;
+#if URSA_TSAN
+  return refuse("ThreadSanitizer runs signal handlers only from its own interceptors, where "
+                "switching threads is not safe");
+#endif
+  dl_iterate_phdr(find_exe, NULL);
+  if (nexe == 0) return refuse("the executable's code was not found");
+  if (ursa__text_lo != NULL && ursa__text_hi != NULL) {
+    ursa_lo = (uintptr_t)ursa__text_lo;
+    ursa_hi = (uintptr_t)ursa__text_hi;
+  } else if (in_exe((uintptr_t)&ursa_init)) {
+    return refuse("ursa's code is inside the executable but its section ursa_text is missing");
+  }
+  m = dlsym(RTLD_DEFAULT, "malloc");
+  if (m == NULL || in_exe((uintptr_t)m))
+    return refuse("malloc is linked into the executable (a static executable, or a sanitizer "
+                  "runtime linked statically), so libc's code cannot be told from the program's");
+  return 0;
+}
+
+/* ---- the handler ------------------------------------------------------------------------------ */
+
+static inline void pc_sp(const ucontext_t *uc, uintptr_t *pc, uintptr_t *sp) {
+#if defined(__x86_64__)
+  *pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  *sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+  *pc = (uintptr_t)uc->uc_mcontext.pc;
+  *sp = (uintptr_t)uc->uc_mcontext.sp;
+#else
+#  error "preempt.c: unsupported architecture"
+#endif
+}
+
+static sigset_t base_mask;                    /* VP 0's mask at ursa_init (every VP inherits it) */
+
+static bool safe_point(const struct ursa__thread *t, const ucontext_t *uc) {
+  uintptr_t pc, sp;
+  if (t->preempt_off) return false;
+  pc_sp(uc, &pc, &sp);
+  if (!in_exe(pc) || pc - ursa_lo < ursa_hi - ursa_lo) return false;
+  if (!t->is_main && sp - (uintptr_t)t->stack_lo >= t->stack_size) return false;
+  return memcmp(&uc->uc_sigmask, &base_mask, sizeof(unsigned long)) == 0;
+}
+
+static void arm(struct ursa__vp *vp, bool on);
+
+/* A deferred preemption: the next tick comes after a quarter of the quantum (at least 25 us)
+ * instead of a whole one, so a thread that spends most of its time in libc is still caught in
+ * its own code soon.  The period stays the quantum. */
+static void retry_soon(struct ursa__vp *vp) {
+  struct itimerspec its;
+  uint64_t r = ursa__g.quantum_ns / 4 < 25000 ? 25000 : ursa__g.quantum_ns / 4;
+  its.it_value.tv_sec = (time_t)(r / 1000000000u);
+  its.it_value.tv_nsec = (long)(r % 1000000000u);
+  its.it_interval.tv_sec = (time_t)(ursa__g.quantum_ns / 1000000000u);
+  its.it_interval.tv_nsec = (long)(ursa__g.quantum_ns % 1000000000u);
+  timer_settime((timer_t)vp->pre_timer, 0, &its, NULL);
+}
+
+/* Whether another thread might run on vp: its queues, or a timer that may have expired.  Reads
+ * counts only (the handler may have interrupted ursa in the middle of changing them). */
+static bool others_waiting(struct ursa__vp *vp) {
+  if (__atomic_load_n(&vp->ntimers, __ATOMIC_RELAXED) != 0) return true;
+  return vp->smp ? ursa__smp_has_work(vp) : !ursa__runq_empty(vp);
+}
+
+static void on_tick(int sig, siginfo_t *si, void *ucv) {
+  ucontext_t *uc = ucv;
+  struct ursa__vp *vp = ursa__tls_vp, *now;
+  struct ursa__thread *t;
+  uint64_t sw;
+  int saved;
+  URSA_UNUSED(sig);
+  if (vp == NULL || !vp->pre_timer_on || si->si_code != SI_TIMER ||
+      !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
+    return;
+  saved = *vp->errno_p;
+  sw = __atomic_load_n(&vp->stats.switches, __ATOMIC_RELAXED);
+  if (sw != vp->pre_sw) { vp->pre_sw = sw; return; }   /* began within this quantum */
+  t = vp->cur;
+  if (vp->x && t == vp->x->idle) return;
+  if (!safe_point(t, uc)) {
+    if (!others_waiting(vp)) return;          /* nothing else would run: owe nothing */
+    vp->stats.preempt_deferred++;
+    ursa__pending_set(vp, 1);
+    retry_soon(vp);
+    return;
+  }
+  ursa__pending_set(vp, 0);
+  now = ursa__preempt_switch(vp);             /* the same VP, unless t's region moved */
+  if (now != vp) sigaltstack(NULL, &uc->uc_stack);   /* sigreturn installs uc_stack: keep now's */
+  *now->errno_p = saved;
+}
+
+/* ---- setup ------------------------------------------------------------------------------------ */
+
+int ursa__ts_install(void) {
+  struct sigaction sa;
+  if (sigaction(URSA__PREEMPT_SIGNAL, NULL, &old_action) != 0) return -errno;
+  if (old_action.sa_handler != SIG_DFL && old_action.sa_handler != SIG_IGN) {
+    fprintf(stderr, "ursa: cp-ts needs signal SIGRTMIN+4 (%d), but the program handles it\n",
+            URSA__PREEMPT_SIGNAL);
+    return -EBUSY;
+  }
+  pthread_sigmask(SIG_BLOCK, NULL, &base_mask);
+  sigdelset(&base_mask, URSA__PREEMPT_SIGNAL);
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_tick;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(URSA__PREEMPT_SIGNAL, &sa, NULL) != 0) return -errno;
+  installed = 1;
+  return 0;
+}
+
+void ursa__ts_uninstall(void) {
+  struct sigaction ign;
+  if (!installed) return;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;                   /* discards a tick still pending */
+  sigaction(URSA__PREEMPT_SIGNAL, &ign, NULL);
+  sigaction(URSA__PREEMPT_SIGNAL, &old_action, NULL);
+  installed = 0;
+}
+
+static void arm(struct ursa__vp *vp, bool on) {
+  struct itimerspec its;
+  memset(&its, 0, sizeof its);
+  if (on) {
+    its.it_value.tv_sec = (time_t)(ursa__g.quantum_ns / 1000000000u);
+    its.it_value.tv_nsec = (long)(ursa__g.quantum_ns % 1000000000u);
+    its.it_interval = its.it_value;
+  }
+  timer_settime((timer_t)vp->pre_timer, 0, &its, NULL);
+  vp->pre_armed = on;
+}
+
+int ursa__ts_vp_start(struct ursa__vp *vp) {
+  struct sigevent sev;
+  timer_t tm;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = URSA__PREEMPT_SIGNAL;
+  sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  if (URSA__FAIL() || timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0) return -EAGAIN;
+  vp->pre_timer = (void *)tm;
+  vp->pre_sw = vp->stats.switches;
+  vp->pre_timer_on = 1;
+  arm(vp, true);
+  return 0;
+}
+
+void ursa__ts_vp_stop(struct ursa__vp *vp) {
+  if (!vp->pre_timer_on) return;
+  vp->pre_timer_on = 0;
+  timer_delete((timer_t)vp->pre_timer);
+  ursa__pending_set(vp, 0);
+}
+
+void ursa__ts_idle(struct ursa__vp *vp, int sleep) {
+  if (sleep ? vp->pre_armed : !vp->pre_armed) arm(vp, !sleep);
+}
