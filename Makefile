@@ -19,6 +19,7 @@ bench:
 	@cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DURSA_BUILD_TESTS=OFF >build-release.configure.log 2>&1 || (cat build-release.configure.log; exit 1)
 	@ninja -C build-release >build-release.build.log 2>&1 || (cat build-release.build.log; exit 1)
 	@python3 bench/run.py --build build-release $(if $(FULL),--runs 10,)
+	@python3 bench/models_suite.py --build build-release $(if $(FULL),--full,)
 
 install:
 	@cmake -S . -B build-install -G Ninja -DCMAKE_BUILD_TYPE=Release -DURSA_BUILD_TESTS=OFF -DURSA_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null

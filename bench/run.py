@@ -20,6 +20,11 @@ missed (the ratios are a report); 1 when a program failed or answered wrong; 2 o
 A peer whose binary is absent (Boost.Context not found at configure time, say) is reported as
 "missing (<reason>)", never silently dropped.
 
+The peers: POSIX threads, Boost.Context (boost-fiber, boost-fcontext), GNU Pth (pth) and Go
+goroutines (one binary, go_peers, run twice: GOMAXPROCS=1 as impl go1 and GOMAXPROCS=<CPUs> as
+go<CPUs>).  After the acceptance targets a second table sets, per benchmark, ursa's median beside
+the best peer's ("ursa against the best peer"; every figure there is lower-is-better).
+
 --quick is a smoke run: smaller counts, 3 timed runs unless --runs is given, no 1M-thread run;
 its figures are indicative only.
 
@@ -52,6 +57,9 @@ from smp_suite import fmt as fmt_value   # one number format for both sections
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RING = 503
+NCPU = smp_suite.ncpus()    # the CPUs this process may use: the Go peers' second GOMAXPROCS
+GO_PROCS = sorted({1, NCPU})                                  # GOMAXPROCS values, impl go<P>
+GO_ENV_DROP = ("GOMAXPROCS", "GOGC", "GODEBUG", "GOMEMLIMIT")  # the Go runtime runs with its defaults
 RUN_TIMEOUT = 300           # seconds one run may take before it counts as failed
 RSS_1M_MAX_RUNS = 3         # the 1M-thread RSS run: ~12 s each, and its figure barely varies
 
@@ -60,11 +68,15 @@ class Bench:
     """One benchmark program and how to run and check it."""
 
     def __init__(self, bench, impl, program, unit, n, quick_n, est, what,
-                 ring=False, answer=None, max_runs=None, quick_skip=False, args=()):
+                 ring=False, answer=None, max_runs=None, quick_skip=False, args=(), env=None,
+                 counts=True):
         self.bench = bench          # the bench= name the program prints (for n, quick_n: see name())
-        self.impl = impl            # ursa, ursa-pt, pthread, boost-fcontext, boost-fiber
+        self.impl = impl            # ursa, ursa-pt, ursa-<N>vp, pthread, boost-fcontext, boost-fiber,
+                                    # pth, go<P>
         self.program = program      # executable name in <build>/bench
         self.args = tuple(args)     # arguments before the count (a program with several benchmarks)
+        self.env = dict(env or {})  # added to the environment of its runs (GOMAXPROCS)
+        self.counts = counts        # False: the last argument is a size, not the n of the table
         self.unit = unit
         self.n = n                  # count passed after args (argv[1] if none) in a full run
         self.quick_n = quick_n      # ... and in a --quick run
@@ -77,7 +89,18 @@ class Bench:
 
     @property
     def peer(self):
-        return self.impl not in ("ursa", "ursa-pt")
+        return not self.impl.startswith("ursa")
+
+    @property
+    def family(self):
+        """The peer family whose configure-time result decides whether it was built, or None."""
+        if self.impl.startswith("boost"):
+            return "boost"
+        if self.impl == "pth":
+            return "pth"
+        if re.fullmatch(r"go\d+", self.impl):
+            return "go"
+        return None
 
     def count(self, quick):
         return self.quick_n if quick else self.n
@@ -101,24 +124,51 @@ class Bench:
         return expected
 
 
+def go_bench(bench, procs, what, n, quick_n, est, ring=False, answer=None, args=()):
+    """A Go peer: go_peers <args> <count> with GOMAXPROCS=procs (impl go<procs>)."""
+    return Bench(bench, f"go{procs}", "go_peers", GO_UNITS[args[0]], n, quick_n, est[procs > 1],
+                 f"{what}, GOMAXPROCS={procs}", ring=ring, answer=answer, args=args,
+                 env={"GOMAXPROCS": str(procs)}, counts=args[0] != "radix")
+
+
+GO_UNITS = {"yield": "ns/switch", "chan": "ns/pass", "ring": "ns/pass", "create": "ns/op",
+            "rss": "KiB/thread", "radix": "ms"}
+
+# The radix sort of the SMP section (radix_sort.c) at one radix, 2^8, beside its peers: the
+# "count" of these entries is log2 of the number of keys (radix_sort's 4th argument).
+RADIX_R = 8
+
 # The suite, in table order.  Counts follow the task; est is measured on the development VM.
 SUITE = [
     Bench("yield-pingpong", "ursa", "ursa_yield_pingpong", "ns/switch", 10_000_000, 1_000_000, 0.2,
           "2 threads alternating ursa_yield"),
+    *[go_bench("yield-pingpong", p, "2 goroutines, shared turn + runtime.Gosched", 2_000_000, 200_000,
+               (0.35, 1.0), args=("yield",)) for p in GO_PROCS],
+    Bench("yield-pingpong", "pth", "pth_yield_pingpong", "ns/switch", 200_000, 20_000, 1.5,
+          "2 Pth threads alternating pth_yield"),
     Bench("raw-switch", "boost-fcontext", "boost_raw_switch", "ns/switch", 50_000_000, 5_000_000, 0.8,
           "jump_fcontext main <-> 1 context"),
     Bench("sem-pingpong", "ursa", "ursa_sem_pingpong", "ns/pass", 5_000_000, 500_000, 0.15,
           "2 threads, 2 semaphores"),
     Bench("sem-pingpong", "pthread", "pthread_sem_pingpong", "ns/pass", 100_000, 20_000, 1.4,
           "2 pthreads, 2 sem_t"),
+    *[go_bench("sem-pingpong", p, "2 goroutines, 2 unbuffered channels", 1_000_000, 100_000,
+               (0.35, 0.5), args=("chan",)) for p in GO_PROCS],
     Bench("ring-sem", "ursa", "ursa_ring_sem", "ns/pass", 10_000_000, 1_000_000, 0.2,
           "503 threads, semaphore each", ring=True, answer=361),
     Bench("ring-sem", "pthread", "pthread_ring_sem", "ns/pass", 1_000_000, 100_000, 7.5,
           "503 pthreads, sem_t each", ring=True, answer=37),
+    *[go_bench("ring-sem", p, "503 goroutines, unbuffered channel each", 1_000_000, 100_000,
+               (0.25, 0.4), ring=True, answer=37, args=("ring",)) for p in GO_PROCS],
+    Bench("ring-sem", "pth", "pth_ring", "ns/pass", 2_000, 500, 1.3,
+          "503 Pth threads, condition each (Pth walks its 503 waiters per switch)", ring=True,
+          answer=492),
     Bench("ring-direct", "ursa", "ursa_ring_yield_to", "ns/pass", 10_000_000, 1_000_000, 0.2,
           "503 threads, ursa_yield_to(next)", ring=True, answer=361),
     Bench("ring-direct", "boost-fiber", "boost_fiber_ring", "ns/pass", 10_000_000, 1_000_000, 0.12,
           "503 fibers, resume(next)", ring=True, answer=361),
+    Bench("ring-direct", "pth", "pth_ring_yield_to", "ns/pass", 200_000, 20_000, 1.0,
+          "503 Pth threads, pth_yield(next)", ring=True, answer=310),
     Bench("pt-ring-optimum", "ursa-pt", "pt_ring", "ns/pass", 10_000_000, 1_000_000, 0.03,
           "503 stackless threads (ursa/pt.h), polled 0..502", ring=True, answer=361,
           args=("optimum",)),
@@ -131,6 +181,10 @@ SUITE = [
           "create+resume+finish, 16 KiB stack"),
     Bench("create-join", "pthread", "pthread_create_join", "ns/op", 50_000, 5_000, 1.8,
           "empty pthread, 16 KiB stack"),
+    *[go_bench("create-join", p, "go + WaitGroup of an empty goroutine", 1_000_000, 100_000,
+               (0.45, 0.5), args=("create",)) for p in GO_PROCS],
+    Bench("create-join", "pth", "pth_create_join", "ns/op", 100_000, 10_000, 0.8,
+          "pth_spawn + pth_join, 16 KiB stack"),
     Bench("rss-blocked-K", "ursa", "ursa_rss_blocked", "KiB/thread", 100_000, 100_000, 0.9,
           "blocked on a semaphore, 64 KiB stacks"),
     Bench("rss-blocked-K", "ursa", "ursa_rss_blocked", "KiB/thread", 1_000_000, 1_000_000, 12.0,
@@ -139,8 +193,29 @@ SUITE = [
           "suspended fiber, 16 KiB stack"),
     Bench("rss-blocked-K", "pthread", "pthread_rss_blocked", "KiB/thread", 10_000, 10_000, 0.8,
           "blocked on a sem_t, 16 KiB stacks"),
+    *[go_bench("rss-blocked-K", p, "goroutine blocked on a channel", 100_000, 100_000, (0.35, 0.35),
+               args=("rss",)) for p in GO_PROCS],
+    Bench("rss-blocked-K", "pth", "pth_rss_blocked", "KiB/thread", 2_000, 2_000, 0.7,
+          "Pth thread waiting on a condition, 16 KiB stacks (start-up is quadratic in K)"),
     Bench("pt-bytes", "ursa-pt", "pt_ring", "bytes/thread", RING, RING, 0.01,
           "sizeof(struct ursa_pt): a stackless thread's whole state", args=("bytes",)),
+    Bench(f"radix-2^{RADIX_R}", "ursa-1vp", "radix_sort", "ms", 22, 20, 0.25,
+          "ursa, 1 VP, 2^8 threads created + joined per phase (radix_sort.c)", args=("ursa", 1, RADIX_R),
+          counts=False),
+    *([Bench(f"radix-2^{RADIX_R}", f"ursa-{NCPU}vp", "radix_sort", "ms", 22, 20, 0.2,
+             f"ursa, {NCPU} VPs, 2^8 threads created + joined per phase", args=("ursa", NCPU, RADIX_R),
+             counts=False)]
+      if NCPU > 1 else []),
+    Bench(f"radix-2^{RADIX_R}", "pthread", "radix_sort", "ms", 22, 20, 0.3,
+          "2^8 pthreads created + joined per phase", args=("pthread", NCPU, RADIX_R), counts=False),
+    *[go_bench(f"radix-2^{RADIX_R}", p, "2^8 goroutines + WaitGroup per phase", 22, 20, (0.25, 0.2),
+               args=("radix", RADIX_R)) for p in GO_PROCS],
+    Bench(f"radix-2^{RADIX_R}", "boost-fiber", "boost_fiber_radix", "ms", 22, 20, 0.25,
+          "2^8 fibers (64 KiB stacks) made, then each resumed to its end, per phase; 1 kernel thread",
+          args=(RADIX_R,), counts=False),
+    Bench(f"radix-2^{RADIX_R}", "pth", "pth_radix", "ms", 22, 20, 0.3,
+          "2^8 Pth threads (64 KiB stacks) spawned + joined per phase; 1 kernel thread",
+          args=(RADIX_R,), counts=False),
 ]
 
 # The acceptance ratios: (label, numerator, denominator or None for an absolute figure, op, target).
@@ -161,6 +236,37 @@ TARGETS = [
     ("ursa KiB per blocked thread, 1M threads",
      ("rss-blocked-1M", "ursa"), None, "<=", 4.5),
 ]
+
+# "ursa against the best peer": per benchmark, ursa's entry and its peers' (bench, impl); every
+# figure is lower-is-better, so the best peer is the one with the lowest median.  The RSS peers run
+# at different thread counts (a figure per thread).  raw-switch is not a scheduler, so it is not a
+# peer of the yield ping-pong (the acceptance targets compare them).
+def go_impls(bench):
+    return [(bench, f"go{p}") for p in GO_PROCS]
+
+
+COMPARISONS = [
+    ("thread-ring, blocking hand-off", ("ring-sem", "ursa"),
+     [("ring-sem", "pthread"), *go_impls("ring-sem"), ("ring-sem", "pth")]),
+    ("thread-ring, direct switch", ("ring-direct", "ursa"),
+     [("ring-direct", "boost-fiber"), ("ring-direct", "pth")]),
+    ("yield ping-pong", ("yield-pingpong", "ursa"),
+     [*go_impls("yield-pingpong"), ("yield-pingpong", "pth")]),
+    ("blocking ping-pong (semaphores, channels)", ("sem-pingpong", "ursa"),
+     [("sem-pingpong", "pthread"), *go_impls("sem-pingpong")]),
+    ("create + join", ("create-join", "ursa"),
+     [("create-join", "boost-fiber"), ("create-join", "pthread"), *go_impls("create-join"),
+      ("create-join", "pth")]),
+    ("memory per blocked thread", ("rss-blocked-100k", "ursa"),
+     [("rss-blocked-100k", "boost-fiber"), ("rss-blocked-10k", "pthread"),
+      *go_impls("rss-blocked-100k"), ("rss-blocked-2k", "pth")]),
+    (f"radix sort 2^{RADIX_R}, one CPU", (f"radix-2^{RADIX_R}", "ursa-1vp"),
+     [(f"radix-2^{RADIX_R}", "go1"), (f"radix-2^{RADIX_R}", "boost-fiber"), (f"radix-2^{RADIX_R}", "pth")]),
+]
+if NCPU > 1:
+    COMPARISONS.append(
+        (f"radix sort 2^{RADIX_R}, {NCPU} CPUs", (f"radix-2^{RADIX_R}", f"ursa-{NCPU}vp"),
+         [(f"radix-2^{RADIX_R}", "pthread"), (f"radix-2^{RADIX_R}", f"go{NCPU}")]))
 
 RESULT_RE = re.compile(r"^RESULT((?: [a-z_]+=\S+)+)\s*$")
 
@@ -323,27 +429,46 @@ def check_run(b, quick, rc, stdout, stderr):
     return res, None
 
 
+PEER_NOT_FOUND = {"boost": "Boost.Context not found at configure time",
+                  "pth": "GNU Pth not found at configure time",
+                  "go": "go not found at configure time"}
+
+
+def build_failure(path):
+    """Why a peer built by a tolerant build step (the Go peers: peers/go/build.cmake) is absent:
+    the first 300 characters of <path>.failed, or None."""
+    try:
+        with open(path + ".failed") as f:
+            text = " ".join(f.read().split())
+    except OSError:
+        return None
+    return "go build failed: " + (text[:300] + " ..." if len(text) > 300 else text or "no output")
+
+
 def plan_suite(args, build_bench, config):
     """The micro-benchmark entries (suite order) and the plan of their runs."""
     quick = args.quick
     entries = []       # one dict per benchmark, in suite order: what goes into the JSON
     plan = []          # (bench, entry, est seconds per run, runs incl. warm-up): what to run
     for b in SUITE:
-        e = {"bench": b.name(quick), "impl": b.impl, "program": b.program, "args": list(b.args),
+        e = {"bench": b.name(quick), "impl": b.impl, "program": b.program,
+             "args": [str(a) for a in b.args], "env": dict(b.env), "arg_is_n": b.counts,
              "unit": b.unit, "what": b.what, "arg": b.count(quick), "n": None, "status": "pending",
              "reason": None,
              "samples": [], "warmup": None, "run_seconds": [], "answer": None,
              "expected_answer": b.expected_answer(quick), "median": None, "min": None, "max": None}
         path = os.path.join(build_bench, b.program)
+        family = b.family
         if quick and b.quick_skip:
             e["status"], e["reason"] = "skipped", "not run with --quick"
-        elif b.impl.startswith("boost") and config.get("boost_found") is False:
+        elif family and config.get(f"{family}_found") is False:
             # Not built by this configuration (a binary left from an earlier one would be stale).
             e["status"] = "missing"
-            e["reason"] = config.get("boost_reason") or "Boost.Context not found at configure time"
+            e["reason"] = config.get(f"{family}_reason") or PEER_NOT_FOUND[family]
         elif not os.access(path, os.X_OK):
             if b.peer:
-                e["status"], e["reason"] = "missing", f"{b.program} not built in {build_bench}"
+                e["status"], e["reason"] = "missing", (build_failure(path) or
+                                                       f"{b.program} not built in {build_bench}")
             else:
                 e["status"], e["reason"] = "failed", f"{path} not found: build the project first"
         entries.append((b, e))
@@ -361,11 +486,15 @@ def run_suite(args, build_bench, env, plan, progress):
     for index, (b, e, est, runs) in enumerate(plan, 1):
         path = os.path.join(build_bench, b.program)
         label = f"[{index}/{total}] {e['bench']} ({e['impl']})"
+        run_env = env
+        if b.family == "go":
+            run_env = {k: v for k, v in env.items() if k not in GO_ENV_DROP}
+        run_env = dict(run_env, **b.env)
         for r in range(runs):
             kind = "warm-up" if r == 0 else f"run {r}/{runs - 1}"
             progress.show(f"{label} {kind}", True, est, 0.0)
             rc, out, err, secs = run_program(
-                path, list(b.args) + [e["arg"]], env,
+                path, list(b.args) + [e["arg"]], run_env,
                 lambda t, k=kind: progress.show(f"{label} {k}", False, est, t))
             progress.run_done(est, secs)
             res, why = check_run(b, quick, rc, out, err)
@@ -415,6 +544,49 @@ def evaluate_targets(entries):
     return out
 
 
+def evaluate_comparisons(entries):
+    """ursa against the best peer, per COMPARISONS row: dicts with the ursa entry's figure, the
+    best peer's, their ratio (ursa / best: below 1, ursa is better) and the other peers."""
+    by_key = {(e["bench"], e["impl"]): e for e in entries}
+    out = []
+
+    def why(e):
+        if e is None:
+            return "not run"
+        return e["status"] + (f": {e['reason']}" if e["reason"] else "")
+
+    for label, ursa_key, peer_keys in COMPARISONS:
+        u = by_key.get(ursa_key)
+        r = {"name": label, "ursa": {"bench": ursa_key[0], "impl": ursa_key[1], "median": None,
+                                     "unit": u["unit"] if u else None},
+             "best": None, "ratio": None, "peers": [], "status": None, "reason": None}
+        peers = []
+        for key in peer_keys:
+            e = by_key.get(key)
+            ok = e is not None and e["status"] == "ok"
+            r["peers"].append({"bench": key[0], "impl": key[1], "median": e["median"] if ok else None,
+                               "unit": e["unit"] if e else None, "status": e["status"] if e else "not run",
+                               "reason": None if ok else why(e)})
+            if ok:
+                peers.append(r["peers"][-1])
+        if u is None or u["status"] != "ok":
+            r["status"], r["reason"] = "n/a", f"{ursa_key[0]} ({ursa_key[1]}) {why(u)}"
+        else:
+            r["ursa"]["median"] = u["median"]
+        if not peers:
+            r["status"] = r["status"] or "n/a"
+            r["reason"] = r["reason"] or "no peer measured"
+        else:
+            r["best"] = min(peers, key=lambda x: x["median"])
+        if r["status"] is None:
+            r["ratio"] = r["ursa"]["median"] / r["best"]["median"] if r["best"]["median"] else None
+            r["status"] = "ok" if r["ratio"] is not None else "n/a"
+            if r["ratio"] is None:
+                r["reason"] = "the best peer's median is 0"
+        out.append(r)
+    return out
+
+
 # ---- the report -------------------------------------------------------------------------------
 
 def table_rows(entries):
@@ -428,8 +600,8 @@ def table_rows(entries):
         else:
             median = spread = "-"
             note = f"{e['status']}" + (f" ({e['reason']})" if e["reason"] else "")
-        n = e["n"] if e["n"] is not None else e["arg"]
-        rows.append([e["bench"], e["impl"], median, spread, e["unit"], f"{n:,}",
+        n = e["n"] if e["n"] is not None else e["arg"] if e.get("arg_is_n", True) else None
+        rows.append([e["bench"], e["impl"], median, spread, e["unit"], f"{n:,}" if n is not None else "-",
                      str(len(e["samples"])), note])
     return rows
 
@@ -444,6 +616,37 @@ def target_rows(targets):
         value = fmt_value(t["value"]) if t["value"] is not None else "-"
         result = t["status"] + (f" ({t['reason']})" if t["reason"] else "")
         rows.append([t["name"], value, f"{t['op']} {t['target']}", result])
+    return rows
+
+
+COMPARE_HEAD = ["benchmark", "ursa", "best peer", "ursa / best", "reading", "other peers"]
+
+
+def comparison_rows(comparisons):
+    rows = []
+    for c in comparisons:
+        unit = c["ursa"]["unit"] or ""
+        ursa = (f"{fmt_value(c['ursa']['median'])} {unit}" if c["ursa"]["median"] is not None
+                else f"- ({c['ursa']['impl']})")
+        best = c["best"]
+        best_s = (f"{best['impl']} {fmt_value(best['median'])} {best['unit']}"
+                  + (f" ({best['bench']})" if best["bench"] != c["ursa"]["bench"] else "")) if best else "-"
+        if c["status"] == "ok":
+            ratio = fmt_value(c["ratio"])
+            if c["ratio"] <= 1:
+                reading = f"ursa better, {fmt_value(1 / c['ratio'])}x" if c["ratio"] > 0 else "ursa better"
+            else:
+                reading = f"{best['impl']} better, {fmt_value(c['ratio'])}x"
+        else:
+            ratio, reading = "-", f"n/a ({c['reason']})"
+        others = []
+        for p in c["peers"]:
+            if best is not None and p is best:
+                continue
+            name = p["impl"] + (f" ({p['bench']})" if p["bench"] != c["ursa"]["bench"] else "")
+            others.append(f"{name} {fmt_value(p['median'])}" if p["median"] is not None
+                          else f"{name} {p['status']}")
+        rows.append([c["name"], f"{c['ursa']['impl']} {ursa}", best_s, ratio, reading, "; ".join(others)])
     return rows
 
 
@@ -594,11 +797,13 @@ def main():
         return 130
     wall = progress.elapsed()
     targets = evaluate_targets(entries) if run_micro else []
+    comparisons = evaluate_comparisons(entries) if run_micro else []
     smp_checks = smp_suite.checks(smp_entries, smp_settings) if run_smp else []
     load_end, busy_end = os.getloadavg(), cpu_busy()
 
     failures = [e for e in entries + smp_entries if e["status"] == "failed"]
     rows, trows = table_rows(entries), target_rows(targets)
+    crows_peer = comparison_rows(comparisons)
     print()
     print(f"ursa benchmarks: {mode} run, medians of {args.runs} runs (after 1 warm-up), "
           f"wall time {fmt_time(wall)}; CPUs {fmt_busy(busy_start)} busy before, {fmt_busy(busy_end)} after")
@@ -607,6 +812,10 @@ def main():
         print()
         print("acceptance targets" + (" (--quick: indicative only)" if args.quick else ""))
         print(text_table(TARGET_HEAD, trows))
+        print()
+        print("ursa against the best peer (medians; lower is better; ursa / best < 1: ursa better)"
+              + (" (--quick: indicative only)" if args.quick else ""))
+        print(text_table(COMPARE_HEAD, crows_peer))
     if run_smp:
         srows = smp_suite.table_rows(smp_entries)
         crows = smp_suite.check_rows(smp_checks)
@@ -648,6 +857,11 @@ def main():
         "build": {"dir": build, **config},
         "benchmarks": entries,
         "targets": targets,
+        "comparisons": comparisons,
+        "peers": {"boost_version": boost_version(config),
+                  "go_version": config.get("go_version") or None,
+                  "pth_version": config.get("pth_version") or None,
+                  "go_procs": GO_PROCS},
         "smp": ({**smp_settings, "benchmarks": smp_entries, "checks": smp_checks,
                  "vpstats": smp_vpstats} if run_smp else None),
         "failures": len(failures),
@@ -668,13 +882,18 @@ def main():
         f.write(f"- machine: {machine['cpu_model']}, {machine['nproc']} CPUs, kernel {machine['kernel']}; "
                 f"CPUs {fmt_busy(busy_start)} busy before the run, {fmt_busy(busy_end)} after\n")
         f.write(f"- compilers: {report['compilers']['cc']}; {report['compilers']['cxx']}; "
-                f"Boost {report['boost_version'] or 'not found'}\n")
+                f"Boost {report['boost_version'] or 'not found'}; "
+                f"Go {config.get('go_version') or 'not found'}; "
+                f"GNU Pth {config.get('pth_version') or 'not found'}\n")
         f.write(f"- git: {g['commit'] or 'unknown'}{' (dirty tree)' if g['dirty'] else ''}\n")
         f.write(f"- raw samples: `{os.path.relpath(json_path, REPO)}`\n\n")
         if run_micro:
             f.write(md_table(TABLE_HEAD, rows) + "\n\n")
             f.write("## Acceptance targets" + (" (--quick: indicative only)" if args.quick else "") + "\n\n")
             f.write(md_table(TARGET_HEAD, trows) + "\n")
+            f.write("\n## ursa against the best peer" + (" (--quick: indicative only)" if args.quick else "")
+                    + "\n\nMedians; every figure is lower-is-better; ursa / best < 1: ursa is better.\n\n")
+            f.write(md_table(COMPARE_HEAD, crows_peer) + "\n")
         if run_smp:
             f.write(f"\n## SMP (issue #3): {n} VPs, {smp_settings['mode']} sizes\n\n")
             f.write(md_table(TABLE_HEAD, srows) + "\n\n")

@@ -241,7 +241,7 @@ URSA_API int ursa_preempt_disable(void);
 URSA_API int ursa_preempt_enable(void);
 
 /* The iteration-counting check, for loop back-edges of long computations: under cp-ic every
- * switch_count-th call on a VP switches, like ursa_yield (it may resume on another VP); under
+ * switch_count-th call on a VP yields (the caller resumes on the same VP); under
  * cp-ts it is a safe point for a deferred preemption.  In cm and pcm, and in cp-ts while no
  * preemption waits, it costs one load and one branch.  Callable from anywhere (a no-op outside
  * ursa threads). */
@@ -277,7 +277,7 @@ typedef struct ursa_stats {
   uint64_t migrations;   /* threads that came to this VP from another one       */
   uint64_t preemptions;  /* involuntary switches (cp-ts time slice, cp-ic count) */
   uint64_t preempt_deferred; /* cp-ts slices that ended outside a safe point     */
-  uint64_t ticks;        /* ursa_tick() calls counted (cp-ic)                   */
+  uint64_t ticks;        /* ursa_tick() calls (cp-ic; counted per completed round) */
 } ursa_stats_t;
 
 URSA_API unsigned ursa_vp_count(void);

@@ -2,16 +2,20 @@
 # scripts/setup.sh test|bench - installs what `make test` or `make bench` needs on Debian,
 # idempotently and quietly: only missing packages are installed, and apt's index is refreshed only
 # when something is missing.  Says clearly what cannot be had.
+# bench: the peers (Boost.Context, GNU Pth, Go) are optional: one that cannot be installed makes
+# configure skip it and bench/run.py report it as "missing (<reason>)".  Go comes from golang-go
+# only when no `go` is on PATH already (a newer toolchain installed by hand is used as it is).
 set -u
 what=${1:-test}
 
 need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
   test)  need+=(binutils valgrind clang libclang-rt-14-dev gdb spin) ;;  # nm: symbols; spin: model/
-  bench) need+=(g++ libboost-context-dev) ;;
+  bench) need+=(g++ libboost-context-dev libpth-dev)
+         command -v go >/dev/null 2>&1 || need+=(golang-go) ;;
   *) echo "usage: $0 test|bench" >&2; exit 2 ;;
 esac
-optional=(libboost-context-dev spin)  # a peer: the report says "missing"; spin: model check skips
+optional=(libboost-context-dev libpth-dev golang-go spin)  # peers: the report says "missing"; spin: model check skips
 
 missing=()
 for p in "${need[@]}"; do

@@ -272,6 +272,7 @@ static void *malloc_stdio(void *arg) {
   char *blocks[64] = { 0 };
   size_t sizes[64] = { 0 };
   char line[128];
+  unsigned long lines = 0;
   if (f == NULL) { atomic_fetch_add(&malloc_failures, 1); return NULL; }
   while (test_now_ns() < end) {
     unsigned k = rnd(&seed, 64);
@@ -288,9 +289,13 @@ static void *malloc_stdio(void *arg) {
     snprintf(line, sizeof line, "%u %zu %p\n", k, sizes[k], (void *)blocks[k]);
     fputs(line, f);
     if (rnd(&seed, 64) == 0) { rewind(f); while (fgets(line, sizeof line, f)) {} }
+    if (++lines % 4096 == 0) {                        /* keep the file small: a new one */
+      fclose(f);
+      if ((f = tmpfile()) == NULL) { atomic_fetch_add(&malloc_failures, 1); break; }
+    }
   }
   for (int k = 0; k < 64; k++) free(blocks[k]);
-  fclose(f);
+  if (f) fclose(f);
   return NULL;
 }
 

@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "../model/model.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -238,6 +239,7 @@ int ursa__overflow_handler_install(void) {
   sa.sa_sigaction = overflow_handler;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, URSA__PREEMPT_SIGNAL);       /* no cp-ts tick on the small altstack */
   sigaction(SIGSEGV, &sa, &old_segv);
   sigaction(SIGBUS, &sa, &old_bus);
   handler_installed = 1;

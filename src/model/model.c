@@ -42,6 +42,8 @@ const char *ursa_model_name(int model) {
 
 int ursa_model(void) { return ursa__g.initialized ? ursa__g.model : 0; }
 
+int32_t ursa__ic_start(void) { return ursa__g.model == URSA_MODEL_CP_IC ? ursa__g.switch_count : 1; }
+
 /* ---- configuration ---------------------------------------------------------------------------- */
 
 static int env_model(void) {
@@ -94,7 +96,7 @@ int ursa__model_config(ursa_config_t *c, const ursa_config_t *given) {
 int ursa__model_start(struct ursa__vp *vp0) {
   if (ursa__g.model == 0) ursa__g.model = ursa__g.nvps > 1 ? URSA_MODEL_PCM : URSA_MODEL_CM;
   __atomic_store_n(&ursa__tick_flag, ursa__g.model == URSA_MODEL_CP_IC ? URSA__TICK_IC : 0, __ATOMIC_RELAXED);
-  vp0->ic_left = ursa__g.switch_count;
+  vp0->ic_left = ursa__ic_start();
   if (ursa__g.model != URSA_MODEL_CP_TS) return 0;
   return ursa__ts_install();
 }
@@ -151,18 +153,21 @@ void ursa__preempt_deferred(struct ursa__vp *vp) {
   ursa__preempt_switch(vp);
 }
 
+/* The fast part is the countdown: under cp-ic vp->ic_left starts at switch_count; under the other
+ * models it stays 1, so the rare calls (a preemption is pending) all reach the rest. */
 void ursa__tick(void) {
   struct ursa__vp *vp = ursa__tls_vp;
-  if (vp == NULL) return;
-  if (ursa__g.model == URSA_MODEL_CP_IC) {
-    vp->stats.ticks++;
-    if (--vp->ic_left > 0) return;
-    vp->ic_left = ursa__g.switch_count;
-    if (vp->cur->preempt_off) { ursa__pending_set(vp, 1); return; }   /* at ursa_preempt_enable */
-    ursa__preempt_switch(vp);
+  if (ursa_unlikely(vp == NULL)) return;
+  if (ursa_likely(--vp->ic_left > 0)) return;
+  if (ursa__g.model != URSA_MODEL_CP_IC) {
+    vp->ic_left = 1;
+    ursa__preempt_point(vp);
     return;
   }
-  ursa__preempt_point(vp);
+  vp->ic_left = ursa__g.switch_count;
+  vp->stats.ticks += (uint64_t)ursa__g.switch_count;  /* counted a whole round at a time */
+  if (vp->cur->preempt_off) { ursa__pending_set(vp, 1); return; }   /* at ursa_preempt_enable */
+  ursa__preempt_switch(vp);
 }
 
 int ursa_preempt_disable(void) {

@@ -20,6 +20,8 @@ URSA_HIDDEN int  ursa__model_start(struct ursa__vp *vp0);
 /* At the end of ursa_init: starts VP 0's timer, and the handler starts acting on ticks (until
  * then, and from the start of ursa_fini, it ignores them: the VPs' state is not all there). */
 URSA_HIDDEN int  ursa__model_go(struct ursa__vp *vp0);
+/* The first value of vp->ic_left (ursa__tick's countdown) for a VP. */
+URSA_HIDDEN int32_t ursa__ic_start(void);
 /* ursa_fini, and a failing ursa_init. */
 URSA_HIDDEN void ursa__model_stop(struct ursa__vp *vp0);
 
@@ -39,6 +41,7 @@ URSA_HIDDEN struct ursa__vp *ursa__preempt_switch(struct ursa__vp *vp);
 URSA_HIDDEN void ursa__pending_set(struct ursa__vp *vp, int on);
 
 /* ---- preempt.c (cp-ts) ---- */
+#define URSA__PREEMPT_SIGNAL (SIGRTMIN + 4)               /* needs <signal.h> */
 URSA_HIDDEN int  ursa__ts_check(void);                     /* -ENOTSUP with a message if unsafe  */
 URSA_HIDDEN int  ursa__ts_install(void);                   /* the handler, once per ursa_init    */
 URSA_HIDDEN void ursa__ts_uninstall(void);

@@ -14,8 +14,10 @@
  *            may be mid-update), libc (malloc's and stdio's locks belong to the kernel thread),
  *            the vDSO, the dynamic loader or any other shared library;
  *          - the thread has not disabled preemption (ursa_preempt_disable);
- *          - the stack pointer is on the thread's own ursa stack (not a sigaltstack), and the
- *            interrupted signal mask is the VP's usual one (not inside another signal's handler).
+ *          - the stack pointer is on the thread's own ursa stack, and the interrupted signal mask
+ *            is the VP's usual one (not inside another signal's handler).  On another stack (a
+ *            handler on a sigaltstack, e.g. a crash report) ticks back off for 100 quanta, so
+ *            that their signal frames do not pile up there.
  *        The switch is ursa__preempt_switch: a yield that keeps the thread on this VP.  When it
  *        is resumed, the handler returns and sigreturn restores every register, as for any signal.
  *     3. At an unsafe point the preemption is deferred (vp->pre_pending): it is taken at the next
@@ -49,8 +51,6 @@
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
-
-#define URSA__PREEMPT_SIGNAL (SIGRTMIN + 4)
 
 /* ursa's own code: the bounds of section ursa_text (cmake/ursa_text.ld gathers every .text of
  * ursa's objects there).  Weak: a build that skipped that step refuses cp-ts when ursa's code is
@@ -127,28 +127,44 @@ static inline void pc_sp(const ucontext_t *uc, uintptr_t *pc, uintptr_t *sp) {
 
 static sigset_t base_mask;                    /* VP 0's mask at ursa_init (every VP inherits it) */
 
-static bool safe_point(const struct ursa__thread *t, const ucontext_t *uc) {
+enum { SAFE, UNSAFE, ELSEWHERE };
+/* SAFE, UNSAFE (wait for a safe point), or ELSEWHERE: the thread runs on some other stack, as a
+ * signal handler on a sigaltstack does (a crash report, say): ticks would nest there. */
+static int safe_point(const struct ursa__thread *t, const ucontext_t *uc) {
   uintptr_t pc, sp;
-  if (t->preempt_off) return false;
   pc_sp(uc, &pc, &sp);
-  if (!in_exe(pc) || pc - ursa_lo < ursa_hi - ursa_lo) return false;
-  if (!t->is_main && sp - (uintptr_t)t->stack_lo >= t->stack_size) return false;
-  return memcmp(&uc->uc_sigmask, &base_mask, sizeof(unsigned long)) == 0;
+  if (!t->is_main && sp - (uintptr_t)t->stack_lo >= t->stack_size) return ELSEWHERE;
+  if (t->preempt_off) return UNSAFE;
+  if (!in_exe(pc) || pc - ursa_lo < ursa_hi - ursa_lo) return UNSAFE;
+  return memcmp(&uc->uc_sigmask, &base_mask, sizeof(unsigned long)) == 0 ? SAFE : UNSAFE;
 }
 
 static void arm(struct ursa__vp *vp, bool on);
 
-/* A deferred preemption: the next tick comes after a quarter of the quantum (at least 25 us)
- * instead of a whole one, so a thread that spends most of its time in libc is still caught in
- * its own code soon.  The period stays the quantum. */
-static void retry_soon(struct ursa__vp *vp) {
+/* The next tick after `first` ns, then every quantum again. */
+static void next_tick_in(struct ursa__vp *vp, uint64_t first) {
   struct itimerspec its;
-  uint64_t r = ursa__g.quantum_ns / 4 < 25000 ? 25000 : ursa__g.quantum_ns / 4;
-  its.it_value.tv_sec = (time_t)(r / 1000000000u);
-  its.it_value.tv_nsec = (long)(r % 1000000000u);
+  its.it_value.tv_sec = (time_t)(first / 1000000000u);
+  its.it_value.tv_nsec = (long)(first % 1000000000u);
   its.it_interval.tv_sec = (time_t)(ursa__g.quantum_ns / 1000000000u);
   its.it_interval.tv_nsec = (long)(ursa__g.quantum_ns % 1000000000u);
   timer_settime((timer_t)vp->pre_timer, 0, &its, NULL);
+}
+
+/* A deferred preemption: the next tick comes after a quarter of the quantum (at least 25 us)
+ * instead of a whole one, so a thread that spends most of its time in libc is still caught in
+ * its own code soon. */
+static void retry_soon(struct ursa__vp *vp) {
+  uint64_t q4 = ursa__g.quantum_ns / 4;
+  next_tick_in(vp, q4 < 25000 ? 25000 : q4);
+}
+
+/* The thread runs on another stack (a handler on a sigaltstack): every tick would push a signal
+ * frame there, and a long handler (ASan's report) would overflow it.  Tick again only after 100
+ * quanta, and at least 100 ms. */
+static void back_off(struct ursa__vp *vp) {
+  uint64_t q = ursa__g.quantum_ns * 100;
+  next_tick_in(vp, q < 100000000u ? 100000000u : q);
 }
 
 /* Whether another thread might run on vp: its queues, or a timer that may have expired.  Reads
@@ -173,12 +189,18 @@ static void on_tick(int sig, siginfo_t *si, void *ucv) {
   if (sw != vp->pre_sw) { vp->pre_sw = sw; return; }   /* began within this quantum */
   t = vp->cur;
   if (vp->x && t == vp->x->idle) return;
-  if (!safe_point(t, uc)) {
+  switch (safe_point(t, uc)) {
+  case ELSEWHERE:
+    back_off(vp);
+    return;
+  case UNSAFE:
     if (!others_waiting(vp)) return;          /* nothing else would run: owe nothing */
     vp->stats.preempt_deferred++;
     ursa__pending_set(vp, 1);
     retry_soon(vp);
     return;
+  default:
+    break;
   }
   ursa__pending_set(vp, 0);
   now = ursa__preempt_switch(vp);             /* the same VP, unless t's region moved */

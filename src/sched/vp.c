@@ -602,7 +602,7 @@ static void *vp_main(void *arg) {
   vp->cur = x->idle;
   ursa__altstack_setup(&x->altstack);
   if (ursa__g.pin) pin_to_cpu(vp->index);
-  vp->ic_left = ursa__g.switch_count;                  /* cp-ic */
+  vp->ic_left = ursa__ic_start();                      /* ursa__tick's countdown */
   if (ursa__g.model == URSA_MODEL_CP_TS && ursa__ts_vp_start(vp) != 0)
     fprintf(stderr, "ursa: cp-ts: VP %u has no timer (timer_create failed): its threads are not "
                     "time-sliced\n", vp->index);

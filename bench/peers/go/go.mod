@@ -1,0 +1,3 @@
+module ursa/bench/peers/go
+
+go 1.19
