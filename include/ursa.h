@@ -133,7 +133,9 @@ URSA_API int ursa_attr_destroy(ursa_attr_t *attr);
 URSA_API int ursa_attr_setstacksize(ursa_attr_t *attr, size_t size);
 URSA_API int ursa_attr_getstacksize(const ursa_attr_t *attr, size_t *size);
 /* Where the thread starts: a VP index (0 .. ursa_vp_count()-1), URSA_VP_ANY for the least
- * loaded VP (SplitThreads' arbitrated creation), or URSA_VP_SELF (the default: the creator's VP).
+ * loaded VP (SplitThreads' arbitrated creation), or URSA_VP_SELF (the creator's VP).  Default:
+ * URSA_VP_SELF, except under cp-ts and cp-ic: URSA_VP_ANY (a preempted thread resumes on its VP,
+ * so busy threads are spread when they are created).
  * -EINVAL for other values; an index >= ursa_vp_count() makes ursa_create fail with -EINVAL.
  * An unbound thread may later move to another VP (the scheduler balances); see setbound. */
 #define URSA_VP_ANY  (-1)

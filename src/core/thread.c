@@ -41,13 +41,25 @@ struct ursa__attr {
   uint32_t detached;
   size_t   stacksize;                                /* 0: the default                 */
   char     name[URSA_NAME_MAX];
-  int32_t  vp;                                       /* URSA_VP_SELF, URSA_VP_ANY, index */
+  int32_t  vp;                                       /* URSA_VP_SELF, URSA_VP_ANY, index,
+                                                        or VP_DEFAULT (never set)       */
   uint32_t bound;
   struct ursa__region *region;
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__attr, ursa_attr_t);
 
 /* ---- attributes ------------------------------------------------------------------------------- */
+
+/* Where a thread starts when the attribute does not say: the creator's VP, except under cp-ts and
+ * cp-ic, where it is the least loaded VP.  A thread stopped by a time slice or a tick count must
+ * resume on its own VP (src/model/model.c), so the scheduler cannot spread busy threads that
+ * never block once they run: they are spread when they are created. */
+#define VP_DEFAULT (-3)
+static int start_vp(const struct ursa__attr *a) {
+  int want = a ? a->vp : VP_DEFAULT;
+  if (want != VP_DEFAULT) return want;
+  return ursa__g.model >= URSA_MODEL_CP_TS ? URSA_VP_ANY : URSA_VP_SELF;
+}
 
 static struct ursa__attr *attr_get(const ursa_attr_t *a) {
   struct ursa__attr *x = (struct ursa__attr *)(uintptr_t)a;
@@ -59,7 +71,7 @@ int ursa_attr_init(ursa_attr_t *attr) {
   if (attr == NULL) return -EINVAL;
   memset(attr, 0, sizeof *attr);
   a->magic = URSA__ATTR_MAGIC;
-  a->vp = URSA_VP_SELF;
+  a->vp = VP_DEFAULT;
   return 0;
 }
 
@@ -301,10 +313,11 @@ void ursa__thread_release(struct ursa__vp *vp, struct ursa__thread *t) {
 /* The SMP half of create: placement, pinning, region, and the first queue. */
 static URSA_NOINLINE int create_smp(struct ursa__vp *vp, struct ursa__thread *t, const struct ursa__attr *a) {
   struct ursa__vp *where = vp;
+  int want = start_vp(a);
   *ursa__ctx_oncpu(&t->ctx) = 0;                     /* (AArch64, ucontext: the word after sp) */
   t->timer_vp = NULL;
   t->lock = 0;
-  if (a && a->vp != URSA_VP_SELF) where = ursa__smp_place(vp, a->vp);
+  if (want != URSA_VP_SELF) where = ursa__smp_place(vp, want);
   t->pinned = a && a->bound;
   t->home = where;
   __atomic_add_fetch(&ursa__g.live, 1, __ATOMIC_RELAXED);
