@@ -26,8 +26,12 @@
  *        the thread in its own code, which comes after a quarter of a quantum (retry_soon); a
  *        switch for any other reason cancels it.
  *   SA_RESTART: interrupted system calls restart (those Linux restarts, see signal(7)).
- *   SA_NODEFER: the signal is not blocked in the handler, so a thread switched out from inside
- *   the handler leaves the VP's mask as it was; a nested tick finds the PC inside ursa and defers.
+ *   The tick is blocked while its handler runs, so ticks never nest (a tick that came during the
+ *   handler's system calls would otherwise start another handler on top, and under CPU
+ *   starvation that recursion overflowed the stack: found by a 10-minute run).  The handler
+ *   unblocks it just before it switches the thread out, so the next thread runs with ticks on;
+ *   a tick taken then finds the PC inside ursa and only defers (one level at most).  When the
+ *   preempted thread resumes, sigreturn restores its own mask.
  *   A VP that waits in the kernel disarms its timer (ursa__ts_idle) and rearms it when it wakes.
  *
  * Where it cannot be safe, ursa_init refuses cp-ts (-ENOTSUP, with the reason on stderr): in a
@@ -126,6 +130,7 @@ static inline void pc_sp(const ucontext_t *uc, uintptr_t *pc, uintptr_t *sp) {
 }
 
 static sigset_t base_mask;                    /* VP 0's mask at ursa_init (every VP inherits it) */
+static sigset_t tick_set;                     /* { URSA__PREEMPT_SIGNAL } */
 
 enum { SAFE, UNSAFE, ELSEWHERE };
 /* SAFE, UNSAFE (wait for a safe point), or ELSEWHERE: the thread runs on some other stack, as a
@@ -203,6 +208,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv) {
     break;
   }
   ursa__pending_set(vp, 0);
+  pthread_sigmask(SIG_UNBLOCK, &tick_set, NULL);   /* the next thread runs with ticks on */
   now = ursa__preempt_switch(vp);             /* the same VP, unless t's region moved */
   if (now != vp) sigaltstack(NULL, &uc->uc_stack);   /* sigreturn installs uc_stack: keep now's */
   *now->errno_p = saved;
@@ -220,9 +226,11 @@ int ursa__ts_install(void) {
   }
   pthread_sigmask(SIG_BLOCK, NULL, &base_mask);
   sigdelset(&base_mask, URSA__PREEMPT_SIGNAL);
+  sigemptyset(&tick_set);
+  sigaddset(&tick_set, URSA__PREEMPT_SIGNAL);
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_tick;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;              /* the tick is blocked in its handler */
   sigemptyset(&sa.sa_mask);
   if (sigaction(URSA__PREEMPT_SIGNAL, &sa, NULL) != 0) return -errno;
   installed = 1;
