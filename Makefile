@@ -20,6 +20,7 @@ bench:
 	@ninja -C build-release >build-release.build.log 2>&1 || (cat build-release.build.log; exit 1)
 	@python3 bench/run.py --build build-release $(if $(FULL),--runs 10,)
 	@python3 bench/models_suite.py --build build-release $(if $(FULL),--full,)
+	@python3 bench/apps_suite.py --build build-release $(if $(FULL),--full,--quick)
 
 install:
 	@cmake -S . -B build-install -G Ninja -DCMAKE_BUILD_TYPE=Release -DURSA_BUILD_TESTS=OFF -DURSA_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
