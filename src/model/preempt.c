@@ -144,8 +144,6 @@ static int safe_point(const struct ursa__thread *t, const ucontext_t *uc) {
   return memcmp(&uc->uc_sigmask, &base_mask, sizeof(unsigned long)) == 0 ? SAFE : UNSAFE;
 }
 
-static void arm(struct ursa__vp *vp, bool on);
-
 /* The next tick after `first` ns, then every quantum again. */
 static void next_tick_in(struct ursa__vp *vp, uint64_t first) {
   struct itimerspec its;
@@ -248,14 +246,9 @@ void ursa__ts_uninstall(void) {
 }
 
 static void arm(struct ursa__vp *vp, bool on) {
-  struct itimerspec its;
-  memset(&its, 0, sizeof its);
-  if (on) {
-    its.it_value.tv_sec = (time_t)(ursa__g.quantum_ns / 1000000000u);
-    its.it_value.tv_nsec = (long)(ursa__g.quantum_ns % 1000000000u);
-    its.it_interval = its.it_value;
-  }
-  timer_settime((timer_t)vp->pre_timer, 0, &its, NULL);
+  static const struct itimerspec off;
+  if (on) next_tick_in(vp, ursa__g.quantum_ns);
+  else timer_settime((timer_t)vp->pre_timer, 0, &off, NULL);
   vp->pre_armed = on;
 }
 
