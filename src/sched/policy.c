@@ -78,6 +78,15 @@ void ursa__pol_vp_fini(struct ursa__vp *vp) {
   }
 }
 
+/* Threads at x's VP forward(i): ready there as of its last switch, in its inbox, running, plus
+ * those already on their way in x's Waiver Queue.  All relaxed: a hint, and a stale figure only
+ * delays a pass by one switch. */
+static uint32_t fwd_threads(struct ursa__smp *x) {
+  struct ursa__smp *fx = x->fwd->x;
+  return __atomic_load_n(&fx->load, __ATOMIC_RELAXED) + __atomic_load_n(&fx->inbox_n, __ATOMIC_RELAXED) +
+         __atomic_load_n(&fx->busy, __ATOMIC_RELAXED) + ursa__wq_len(&x->wq);
+}
+
 /* Wakes one sleeping VP other than vp, if any (lb2, global, steal: any VP may take the work). */
 static void kick_one(struct ursa__vp *vp) {
   unsigned i, n = ursa__g.nvps;
@@ -91,7 +100,10 @@ bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen
   struct ursa__smp *x = vp->x;
   switch (ursa__g.policy) {
   case URSA__POL_ROTATOR:
-    if (pqlen < ursa__pol_keep(vp) || !ursa__wq_push(&x->wq, t)) return false;
+    /* below the capacity (an idle VP somewhere): only to a forward(i) with fewer threads, or a
+     * VP that is waking up with work in its inbox gets more */
+    if (pqlen < ursa__pol_keep(vp) || (pqlen < ursa__g.pq_cap && fwd_threads(x) >= pqlen) ||
+        !ursa__wq_push(&x->wq, t)) return false;
     ursa__vp_kick(x->fwd);
     return true;
   case URSA__POL_LB2:
@@ -173,8 +185,7 @@ static void rotate(struct ursa__vp *vp) {
   struct ursa__thread *t;
   bool passed = false;
   uint32_t len = ursa__pq_len(vp), cap = ursa__g.pq_cap;      /* intake: up to the capacity */
-  /* ready threads at VP forward(i) as of its last switch, plus those already on their way */
-  uint32_t fwd = __atomic_load_n(&x->fwd->x->load, __ATOMIC_RELAXED) + ursa__wq_len(&x->wq);
+  uint32_t fwd = fwd_threads(x);
   if (!ursa__wq_empty(in)) {
     uint32_t n = ursa__wq_len(in);        /* a snapshot: two VPs passing threads round the ring */
     while (n-- > 0 && (t = ursa__wq_pop(in)) != NULL) {   /* must not chase each other forever */

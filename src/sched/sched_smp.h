@@ -52,6 +52,7 @@ struct ursa__smp {
   _Alignas(64) uint32_t sleeping;     /* atomic                                                 */
   uint32_t             wakeseq;       /* atomic, the futex word                                 */
   uint32_t             load;          /* atomic, relaxed: ready threads here, for placement     */
+  uint32_t             busy;          /* atomic, relaxed: 1 while it runs a thread, not idle    */
   uint32_t             stop;          /* atomic: ursa_fini asks the VP's kernel thread to end   */
 };
 

@@ -202,7 +202,10 @@ static URSA_NOINLINE void inbox_drain(struct ursa__vp *vp) {
   ursa__spin_lock(&x->inbox_lock);
   t = x->inbox_head;
   x->inbox_head = x->inbox_tail = NULL;
-  __atomic_store_n(&x->inbox_n, 0u, __ATOMIC_RELAXED);
+  /* The drained threads count in load before they leave inbox_n, so that placement never sees
+   * them in neither (it would send more work here); pick() stores the exact figure after. */
+  __atomic_store_n(&x->load, x->load + x->inbox_n, __ATOMIC_RELAXED);
+  __atomic_store_n(&x->inbox_n, 0u, __ATOMIC_RELEASE);   /* pairs with the acquire in smp_place */
   ursa__spin_unlock(&x->inbox_lock);
   while (t) {
     struct ursa__thread *n = t->qnext;
@@ -275,6 +278,7 @@ static inline struct ursa__thread *pick(struct ursa__vp *vp, const struct ursa__
   }
   if (t) t->vp = vp;
   __atomic_store_n(&x->load, pq_len(vp), __ATOMIC_RELAXED);   /* for placement (URSA_VP_ANY) */
+  if (x->busy != (t != NULL)) __atomic_store_n(&x->busy, (uint32_t)(t != NULL), __ATOMIC_RELAXED);
   return t;
 }
 
@@ -546,9 +550,9 @@ struct ursa__vp *ursa__smp_place(struct ursa__vp *self, int want) {
     struct ursa__vp *v = ursa__g.vps[i];
     uint32_t l;
     if (v == self) continue;
-    l = __atomic_load_n(&v->x->load, __ATOMIC_RELAXED) +   /* as of v's last switch */
-                 __atomic_load_n(&v->x->inbox_n, __ATOMIC_RELAXED) +
-                 (__atomic_load_n(&v->x->sleeping, __ATOMIC_RELAXED) == 0);
+    l = __atomic_load_n(&v->x->inbox_n, __ATOMIC_ACQUIRE);  /* pairs with the release in inbox_drain */
+    l += __atomic_load_n(&v->x->load, __ATOMIC_RELAXED) +      /* as of v's last switch */
+         __atomic_load_n(&v->x->busy, __ATOMIC_RELAXED);        /* it runs a thread */
     if (l < best_load) { best_load = l; best = i; }
   }
   return ursa__g.vps[best];
