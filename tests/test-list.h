@@ -10,6 +10,8 @@ TEST(thread_sleep)
 TEST(thread_stats)
 TEST(thread_init_fini_again)
 TEST(thread_dump)
+TEST(thread_dump_signal)
+TEST(thread_dump_signal_bad_value)
 #include "list-core.h"
 #include "list-sync.h"
 #include "list-pt.h"

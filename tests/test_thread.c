@@ -2,6 +2,11 @@
 #include "task.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static void *ret_arg(void *arg) { return arg; }
 
@@ -223,7 +228,7 @@ TEST_IMPL(thread_dump) {
   ursa_thread_t t[3];
   ursa_attr_t a;
   ursa_sem_t s;
-  char buf[4096];
+  static char buf[65536];
   FILE *f = fmemopen(buf, sizeof buf, "w");
   ASSERT(f != NULL);
   ASSERT_OK(ursa_init(NULL));
@@ -238,13 +243,122 @@ TEST_IMPL(thread_dump) {
   ASSERT_OK(ursa_yield());                  /* all three block */
   ASSERT_OK(ursa_dump(f));
   fclose(f);
-  ASSERT_STR_CONTAINS(buf, "ursa: 4 threads on VP 0");
+  ASSERT_STR_CONTAINS(buf, "ursa: 4 threads; dumped by thread 1 on VP 0 (1 VPs)");
   ASSERT_STR_CONTAINS(buf, "thread 1 (main): running");
   ASSERT_STR_CONTAINS(buf, "thread 2 (napper): ursa_sleep_ns, until ");
   ASSERT_STR_CONTAINS(buf, " s from now");
   ASSERT_STR_CONTAINS(buf, "thread 3 (waiter): ursa_sem_wait on semaphore 0x");
+#if defined(__has_include)
+#  if __has_include(<libunwind.h>) && (defined(__x86_64__) || defined(URSA_CONTEXT_UCONTEXT))
+  /* backtraces (src/core/backtrace.c): the parked threads' own functions, and the caller's */
+  ASSERT_STR_CONTAINS(buf, " dump_sem_waiter+0x");
+  ASSERT_STR_CONTAINS(buf, " dump_sleeper+0x");
+  ASSERT_STR_CONTAINS(buf, " ursa_dump+0x");
+  ASSERT(strstr(buf, "backtrace unavailable") == NULL);
+#  endif
+#endif
   ASSERT_ERR(ursa_dump(NULL), -EINVAL);
   ASSERT_OK(ursa_sem_post(&s));
   ASSERT_OK(ursa_join(t[1], NULL));
   exit(0);                                  /* the sleepers need not be waited for */
+}
+
+/* URSA_DUMP_SIGNAL (src/core/dumpsig.c): stderr goes to a file while the signal is sent. */
+static void *dump_sig_waiter(void *arg) { ursa_sem_wait(arg); return NULL; }
+
+static void *send_usr2_later(void *arg) {
+  (void)arg;
+  usleep(50000);
+  kill(getpid(), SIGUSR2);
+  return NULL;
+}
+
+static size_t read_all(int fd, char *buf, size_t cap) {
+  ssize_t n = pread(fd, buf, cap - 1, 0);
+  buf[n > 0 ? n : 0] = '\0';
+  return n > 0 ? (size_t)n : 0;
+}
+
+TEST_IMPL(thread_dump_signal) {
+  static char buf[65536];
+  ursa_sem_t s;
+  ursa_thread_t w;
+  ursa_attr_t a;
+  FILE *f = tmpfile();
+  int saved, i;
+  size_t n = 0, last = 0;
+  ASSERT(f != NULL);
+  setenv("URSA_DUMP_SIGNAL", "SIGUSR2", 1);
+  fflush(stderr);
+  saved = dup(2);
+  ASSERT(saved >= 0);
+  ASSERT_EQ(dup2(fileno(f), 2), 2);
+  ASSERT_OK(ursa_init(NULL));
+  ASSERT_OK(ursa_sem_init(&s, 0));
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setname(&a, "sigwaiter"));
+  ASSERT_OK(ursa_create(&w, &a, dump_sig_waiter, &s));
+  ASSERT_OK(ursa_sleep_ns(20000000));        /* the waiter blocks (on whichever VP) */
+  {                                          /* a kernel thread signals while main sleeps below */
+    pthread_t k;
+    ASSERT_EQ(pthread_create(&k, NULL, send_usr2_later, NULL), 0);
+    ASSERT_OK(ursa_sleep_ns(300000000));
+    ASSERT_EQ(pthread_join(k, NULL), 0);
+  }
+  for (i = 0; i < 500; i++) {                /* until the listing is there and has stopped growing */
+    ASSERT_OK(ursa_sleep_ns(10000000));
+    n = read_all(fileno(f), buf, sizeof buf);
+    if (n > 0 && n == last && strstr(buf, "sigwaiter") != NULL) break;
+    last = n;
+  }
+  ASSERT_OK(ursa_sem_post(&s));
+  ASSERT_OK(ursa_join(w, NULL));
+  ASSERT_OK(ursa_fini());                    /* stops the dump thread, restores the handler */
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  fprintf(stderr, "%s", buf);                /* what the dump printed, for the test log */
+  ASSERT_STR_CONTAINS(buf, "dumped on signal (URSA_DUMP_SIGNAL)");
+  ASSERT_STR_CONTAINS(buf, "thread 1 (main): ursa_sleep_ns");
+  ASSERT_STR_CONTAINS(buf, "(sigwaiter): ursa_sem_wait on semaphore 0x");
+#if defined(__has_include)
+#  if __has_include(<libunwind.h>) && (defined(__x86_64__) || defined(URSA_CONTEXT_UCONTEXT))
+  ASSERT_STR_CONTAINS(buf, " dump_sig_waiter+0x");
+  ASSERT_STR_CONTAINS(buf, " test_thread_dump_signal+0x");   /* main: from its saved context */
+#  endif
+#endif
+  fclose(f);
+  unsetenv("URSA_DUMP_SIGNAL");
+  return 0;
+}
+
+TEST_IMPL(thread_dump_signal_bad_value) {
+  /* a value that is no signal, or a signal ursa needs: a warning, and ursa_init goes on */
+  static char buf[4096];
+  static const char *bad[] = { "SEGV", "bogus", "RTMIN+4", "0", "KILL" };
+  FILE *f = tmpfile();
+  int saved;
+  size_t i;
+  ASSERT(f != NULL);
+  fflush(stderr);
+  saved = dup(2);
+  ASSERT_EQ(dup2(fileno(f), 2), 2);
+  for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("URSA_DUMP_SIGNAL", bad[i], 1);
+    ASSERT_OK(ursa_init(NULL));
+    ASSERT_OK(ursa_fini());
+  }
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  read_all(fileno(f), buf, sizeof buf);
+  fprintf(stderr, "%s", buf);
+  ASSERT_STR_CONTAINS(buf, "ursa: ignoring URSA_DUMP_SIGNAL=SEGV: a signal that cannot be caught or that ursa uses itself");
+  ASSERT_STR_CONTAINS(buf, "ursa: ignoring URSA_DUMP_SIGNAL=bogus: not a signal");
+  ASSERT_STR_CONTAINS(buf, "ursa: ignoring URSA_DUMP_SIGNAL=RTMIN+4: a signal");
+  ASSERT_STR_CONTAINS(buf, "ursa: ignoring URSA_DUMP_SIGNAL=0: not a signal");
+  ASSERT_STR_CONTAINS(buf, "ursa: ignoring URSA_DUMP_SIGNAL=KILL: a signal");
+  fclose(f);
+  unsetenv("URSA_DUMP_SIGNAL");
+  return 0;
 }

@@ -681,6 +681,16 @@ URSA_HIDDEN const char *ursa__wait_name(int kind);
 URSA_HIDDEN struct ursa__thread *ursa__mutex_owner(void *mutex);
 URSA_HIDDEN struct ursa__thread *ursa__rwlock_writer(void *rwlock);
 URSA_HIDDEN void ursa__deadlock_report(struct ursa__vp *vp) __attribute__((noreturn));
+/* Every thread, its state, wait object and backtrace, and the wait-for cycles, to f.  self is the
+ * calling ursa thread, or NULL from the dump thread (src/core/runtime.c, URSA_DUMP_SIGNAL). */
+URSA_HIDDEN void ursa__dump_all(FILE *f, struct ursa__vp *vp, struct ursa__thread *self);
+/* The call stack of t (suspended, or self: the caller's own), one "#n pc function+off (module)"
+ * line per frame, at most URSA__BT_MAX (src/core/backtrace.c). */
+#define URSA__BT_MAX 32
+/* URSA_DUMP_SIGNAL (src/core/dumpsig.c): started at the end of ursa_init, stopped first in fini. */
+URSA_HIDDEN void ursa__dumpsig_start(void);
+URSA_HIDDEN void ursa__dumpsig_stop(void);
+URSA_HIDDEN void ursa__print_backtrace(FILE *f, const struct ursa__thread *t, bool self);
 
 /* Allocation-failure injection for the hard test build (-DURSA_TEST_HARD=ON): every allocation
  * and mapping ursa makes first asks URSA__FAIL(), which is true for the URSA_FAIL_AT-th one

@@ -188,6 +188,7 @@ int ursa_init(const ursa_config_t *cfg) {
     ursa__stack_pool_drain(vp);
     goto fail;
   }
+  ursa__dumpsig_start();                              /* URSA_DUMP_SIGNAL, opt-in */
   if (ursa__g.stats && !atexit_registered) {
     atexit(print_stats_at_exit);
     atexit_registered = 1;
@@ -220,6 +221,7 @@ int ursa_fini(void) {
   ursa__thread_foreach(count_live, &live);
   if (live > 1) return -EBUSY;                        /* threads alive or not yet joined */
   if (vp != &ursa__g.vp0) return -EPERM;
+  ursa__dumpsig_stop();                               /* no dump reads what fini frees */
   __atomic_store_n(&ursa__g.preempt_live, 0, __ATOMIC_RELAXED);   /* cp-ts: ticks are ignored */
   ursa__reap(vp);
   if (vp->smp) ursa__smp_fini();                      /* keeps the counters (stats_keep) */

@@ -449,7 +449,7 @@ static void print_wait(FILE *f, const struct ursa__thread *t) {
 static void print_thread(FILE *f, const struct ursa__thread *t) {
   fprintf(f, "ursa:   thread %llu (%s): ", (unsigned long long)t->id, t->name);
   switch (t->state) {
-  case URSA__RUNNING: fprintf(f, "running\n"); return;
+  case URSA__RUNNING: fprintf(f, "running on VP %u\n", t->vp ? t->vp->index : 0u); return;
   case URSA__READY:   fprintf(f, "ready\n"); return;
   case URSA__ZOMBIE:  fprintf(f, "finished, not yet joined\n"); return;
   default: break;
@@ -459,13 +459,30 @@ static void print_thread(FILE *f, const struct ursa__thread *t) {
   fprintf(f, "\n");
 }
 
-struct dump { FILE *f; int only_blocked; int n; };
+struct dump { FILE *f; int only_blocked; int n; int bt; struct ursa__thread *self; };
+
+/* Whether t is suspended, so that its saved registers and stack can be read: never for a running
+ * thread; with several VPs also not while its last switch is still saving it (on-CPU byte). */
+static bool suspended(struct ursa__thread *t) {
+  uint8_t s = __atomic_load_n(&t->state, __ATOMIC_RELAXED);
+  if (s != URSA__READY && s != URSA__BLOCKED) return false;
+  return ursa__g.nvps == 1 || !ursa__oncpu(t);
+}
 
 static void dump_one(struct ursa__thread *t, void *arg) {
   struct dump *d = arg;
   if (d->only_blocked && t->state != URSA__BLOCKED) return;
   d->n++;
-  if (d->f) print_thread(d->f, t);
+  if (d->f == NULL) return;
+  print_thread(d->f, t);
+  if (!d->bt) return;
+  if (t == d->self) ursa__print_backtrace(d->f, t, true);
+  else if (suspended(t)) {
+    uint8_t s = __atomic_load_n(&t->state, __ATOMIC_RELAXED);
+    ursa__print_backtrace(d->f, t, false);
+    if (!suspended(t) || __atomic_load_n(&t->state, __ATOMIC_RELAXED) != s)
+      fprintf(d->f, "ursa:       (it was resumed while this was read: the frames may be wrong)\n");
+  }
 }
 
 /* Cycle search: walk from each unvisited thread along waits_for, stamping the walk's number in
@@ -503,7 +520,7 @@ static int print_cycles(FILE *f) {
 }
 
 void ursa__deadlock_report(struct ursa__vp *vp) {
-  struct dump count = { NULL, 1, 0 }, print = { stderr, 1, 0 };
+  struct dump count = { NULL, 1, 0, 0, NULL }, print = { stderr, 1, 0, 1, NULL };
   URSA_UNUSED(vp);
   ursa__thread_foreach(dump_one, &count);
   fprintf(stderr, "ursa: deadlock: all %d user threads blocked, no timer pending\n", count.n);
@@ -513,15 +530,23 @@ void ursa__deadlock_report(struct ursa__vp *vp) {
   exit(3);
 }
 
-int ursa_dump(FILE *f) {
-  struct dump count = { NULL, 0, 0 }, print = { f, 0, 0 };
-  URSA_VP_OR_RETURN(vp);
-  if (f == NULL) return -EINVAL;
+void ursa__dump_all(FILE *f, struct ursa__vp *vp, struct ursa__thread *self) {
+  struct dump count = { NULL, 0, 0, 0, NULL }, print = { f, 0, 0, 1, self };
   ursa__thread_foreach(dump_one, &count);
-  fprintf(f, "ursa: %d threads on VP %u; %u ready, %u timers armed\n", count.n, vp->index,
-          ursa__runq_len(vp), vp->ntimers);
+  if (vp)
+    fprintf(f, "ursa: %d threads; dumped by thread %llu on VP %u (%u VPs); %u ready on it, %u timers armed\n",
+            count.n, (unsigned long long)self->id, vp->index, ursa__g.nvps, ursa__runq_len(vp), vp->ntimers);
+  else
+    fprintf(f, "ursa: %d threads on %u VPs; dumped on signal (URSA_DUMP_SIGNAL) while they run\n", count.n,
+            ursa__g.nvps);
   ursa__thread_foreach(dump_one, &print);
   print_cycles(f);                                            /* a partial deadlock, on demand */
   fflush(f);
+}
+
+int ursa_dump(FILE *f) {
+  URSA_VP_OR_RETURN(vp);
+  if (f == NULL) return -EINVAL;
+  ursa__dump_all(f, vp, vp->cur);
   return 0;
 }
