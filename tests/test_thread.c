@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__has_include)
+#  if __has_include(<valgrind/valgrind.h>)
+#    include <valgrind/valgrind.h>
+#  endif
+#endif
 
 static void *ret_arg(void *arg) { return arg; }
 
@@ -221,6 +226,20 @@ TEST_IMPL(thread_init_fini_again) {
   return 0;
 }
 
+/* Whether ursa_dump prints frames here: libunwind's header at build time on x86-64 (or with the
+ * ucontext switch), and not under Valgrind (src/core/backtrace.c says why). */
+static int expect_backtraces(void) {
+#if defined(__has_include)
+#  if __has_include(<libunwind.h>) && (defined(__x86_64__) || defined(URSA_CONTEXT_UCONTEXT))
+#    if __has_include(<valgrind/valgrind.h>)
+  if (RUNNING_ON_VALGRIND) return 0;
+#    endif
+  return 1;
+#  endif
+#endif
+  return 0;
+}
+
 static void *dump_sleeper(void *arg) { (void)arg; ursa_sleep_ns(1000000000); return NULL; }
 static void *dump_sem_waiter(void *arg) { ursa_sem_wait(arg); return NULL; }
 
@@ -248,15 +267,12 @@ TEST_IMPL(thread_dump) {
   ASSERT_STR_CONTAINS(buf, "thread 2 (napper): ursa_sleep_ns, until ");
   ASSERT_STR_CONTAINS(buf, " s from now");
   ASSERT_STR_CONTAINS(buf, "thread 3 (waiter): ursa_sem_wait on semaphore 0x");
-#if defined(__has_include)
-#  if __has_include(<libunwind.h>) && (defined(__x86_64__) || defined(URSA_CONTEXT_UCONTEXT))
-  /* backtraces (src/core/backtrace.c): the parked threads' own functions, and the caller's */
-  ASSERT_STR_CONTAINS(buf, " dump_sem_waiter+0x");
-  ASSERT_STR_CONTAINS(buf, " dump_sleeper+0x");
-  ASSERT_STR_CONTAINS(buf, " ursa_dump+0x");
-  ASSERT(strstr(buf, "backtrace unavailable") == NULL);
-#  endif
-#endif
+  if (expect_backtraces()) {   /* src/core/backtrace.c: the parked threads' functions, the caller's */
+    ASSERT_STR_CONTAINS(buf, " dump_sem_waiter+0x");
+    ASSERT_STR_CONTAINS(buf, " dump_sleeper+0x");
+    ASSERT_STR_CONTAINS(buf, " ursa_dump+0x");
+    ASSERT(strstr(buf, "backtrace unavailable") == NULL);
+  }
   ASSERT_ERR(ursa_dump(NULL), -EINVAL);
   ASSERT_OK(ursa_sem_post(&s));
   ASSERT_OK(ursa_join(t[1], NULL));
@@ -287,6 +303,11 @@ TEST_IMPL(thread_dump_signal) {
   FILE *f = tmpfile();
   int saved, i;
   size_t n = 0, last = 0;
+#if defined(__SANITIZE_THREAD__)
+  /* The dump thread reads the thread table while the VPs run (a documented snapshot, like
+   * ursa_dump's with several VPs): ThreadSanitizer rightly calls those reads races. */
+  RETURN_SKIP("the signal dump reads the thread table racily, by design; not under TSan");
+#endif
   ASSERT(f != NULL);
   setenv("URSA_DUMP_SIGNAL", "SIGUSR2", 1);
   fflush(stderr);
@@ -321,12 +342,12 @@ TEST_IMPL(thread_dump_signal) {
   ASSERT_STR_CONTAINS(buf, "dumped on signal (URSA_DUMP_SIGNAL)");
   ASSERT_STR_CONTAINS(buf, "thread 1 (main): ursa_sleep_ns");
   ASSERT_STR_CONTAINS(buf, "(sigwaiter): ursa_sem_wait on semaphore 0x");
-#if defined(__has_include)
-#  if __has_include(<libunwind.h>) && (defined(__x86_64__) || defined(URSA_CONTEXT_UCONTEXT))
-  ASSERT_STR_CONTAINS(buf, " dump_sig_waiter+0x");
-  ASSERT_STR_CONTAINS(buf, " test_thread_dump_signal+0x");   /* main: from its saved context */
-#  endif
-#endif
+  if (expect_backtraces()) {
+    ASSERT_STR_CONTAINS(buf, " dump_sig_waiter+0x");
+    /* main: from its saved context.  (With one VP the VP sleeps in the kernel on main's own
+     * stack, as main is the thread that waits: main has no saved context to read then.) */
+    if (strstr(buf, "on 1 VPs;") == NULL) ASSERT_STR_CONTAINS(buf, " test_thread_dump_signal+0x");
+  }
   fclose(f);
   unsetenv("URSA_DUMP_SIGNAL");
   return 0;

@@ -35,6 +35,11 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <ucontext.h>
+#if defined(__has_include)
+#  if __has_include(<valgrind/valgrind.h>)
+#    include <valgrind/valgrind.h>
+#  endif
+#endif
 
 /* The four libunwind entry points, looked up by their real (macro-expanded) names. */
 static struct {
@@ -50,7 +55,16 @@ static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
 #define URSA__STR(x) URSA__STR_(x)
 
 static void unw_load(void) {
-  void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  void *h;
+#if defined(__has_include)
+#  if __has_include(<valgrind/valgrind.h>)
+  if (RUNNING_ON_VALGRIND) {   /* libunwind probes addresses with write(2): memcheck reports them */
+    unw.why = "not under Valgrind: libunwind's address probes upset memcheck";
+    return;
+  }
+#  endif
+#endif
+  h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) { unw.why = "libunwind.so.8 not found"; return; }
   *(void **)&unw.init_local = dlsym(h, URSA__STR(unw_init_local));

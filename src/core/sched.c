@@ -464,9 +464,12 @@ struct dump { FILE *f; int only_blocked; int n; int bt; struct ursa__thread *sel
 /* Whether t is suspended, so that its saved registers and stack can be read: never for a running
  * thread; with several VPs also not while its last switch is still saving it (on-CPU byte). */
 static bool suspended(struct ursa__thread *t) {
+/* With one VP a BLOCKED thread may still be the VP's current one: the VP sleeps in the kernel on
+ * that thread's stack (a timed wait with nothing else to run), and its saved registers are old. */
   uint8_t s = __atomic_load_n(&t->state, __ATOMIC_RELAXED);
   if (s != URSA__READY && s != URSA__BLOCKED) return false;
-  return ursa__g.nvps == 1 || !ursa__oncpu(t);
+  if (ursa__g.nvps == 1) return __atomic_load_n(&ursa__g.vp0.cur, __ATOMIC_RELAXED) != t;
+  return !ursa__oncpu(t);
 }
 
 static void dump_one(struct ursa__thread *t, void *arg) {
@@ -520,8 +523,8 @@ static int print_cycles(FILE *f) {
 }
 
 void ursa__deadlock_report(struct ursa__vp *vp) {
-  struct dump count = { NULL, 1, 0, 0, NULL }, print = { stderr, 1, 0, 1, NULL };
-  URSA_UNUSED(vp);
+  /* one VP: called by the thread that blocks last, still on its own stack (self) */
+  struct dump count = { NULL, 1, 0, 0, NULL }, print = { stderr, 1, 0, 1, vp->cur };
   ursa__thread_foreach(dump_one, &count);
   fprintf(stderr, "ursa: deadlock: all %d user threads blocked, no timer pending\n", count.n);
   ursa__thread_foreach(dump_one, &print);
