@@ -258,8 +258,10 @@ static inline void ursa_tick(void) {
   do { while (!(cond)) (void)ursa_yield(); } while (0)
 
 /* Prints every thread (id, name, and running / ready / what it waits on / finished) to f: the
- * deadlock report's format, on demand, with any wait-for cycle (a partial deadlock).  With several
- * VPs the other VPs keep running while it reads: the listing is a snapshot. */
+ * deadlock report's format, on demand, with each suspended thread's backtrace (when libunwind
+ * can be loaded; docs/GUIDE.md, Debugging) and any wait-for cycle (a partial deadlock).  With
+ * several VPs the other VPs keep running while it reads: the listing is a snapshot.
+ * URSA_DUMP_SIGNAL=<signal> prints the same to stderr whenever that signal arrives. */
 URSA_API int ursa_dump(FILE *f);
 
 /* ---------------------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ what=${1:-test}
 
 need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
-  test)  need+=(binutils valgrind clang libclang-rt-14-dev gdb spin) ;;  # nm: symbols; spin: model/
+  test)  need+=(binutils valgrind clang libclang-rt-14-dev gdb spin libunwind-dev) ;;  # nm: symbols; spin: model/; libunwind: dump backtraces
   bench) need+=(g++ libboost-context-dev libpth-dev)
+root=$(cd "$(dirname "$0")/.." && pwd)
          command -v go >/dev/null 2>&1 || need+=(golang-go) ;;
   *) echo "usage: $0 test|bench" >&2; exit 2 ;;
 esac
