@@ -12,11 +12,10 @@ need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
   test)  need+=(binutils valgrind clang libclang-rt-14-dev gdb spin libunwind-dev) ;;  # nm: symbols; spin: model/; libunwind: dump backtraces
   bench) need+=(g++ libboost-context-dev libpth-dev)
-root=$(cd "$(dirname "$0")/.." && pwd)
          command -v go >/dev/null 2>&1 || need+=(golang-go) ;;
   *) echo "usage: $0 test|bench" >&2; exit 2 ;;
 esac
-optional=(libboost-context-dev libpth-dev golang-go spin)  # peers: the report says "missing"; spin: model check skips
+optional=(libboost-context-dev libpth-dev golang-go spin libunwind-dev)  # peers: the report says "missing"; spin: model check skips
 
 missing=()
 for p in "${need[@]}"; do
@@ -49,6 +48,7 @@ if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/
     if [[ " ${optional[*]} " == *" $p "* ]]; then
       case $p in
         spin) echo "ursa setup: could not install spin: the model check will be skipped" >&2 ;;
+        libunwind-dev) echo "ursa setup: could not install libunwind-dev: ursa_dump prints no backtraces" >&2 ;;
         *)    echo "ursa setup: could not install $p: the benchmarks that need it will show as missing" >&2 ;;
       esac
     else
