@@ -54,6 +54,9 @@ struct ursa__smp {
   uint32_t             load;          /* atomic, relaxed: ready threads here, for placement     */
   uint32_t             busy;          /* atomic, relaxed: 1 while it runs a thread, not idle    */
   uint32_t             stop;          /* atomic: ursa_fini asks the VP's kernel thread to end   */
+#if URSA_TEST_HARD
+  uint64_t             chaos_rng;     /* the hard build's chaos (vp.c): owner only            */
+#endif
 };
 
 /* ---- called by the core (src/core/sched.c, thread.c, runtime.c) ------------------------------ */

@@ -215,6 +215,69 @@ static URSA_NOINLINE void inbox_drain(struct ursa__vp *vp) {
   }
 }
 
+/* ---- the hard test build's chaos (-DURSA_TEST_HARD=ON) ------------------------------------------
+ * With several VPs, unless URSA_SEED=off: a thread that yields, or that a thread wakes, goes to
+ * another VP chosen at random (a forced migration at every such switch), and pick() takes a
+ * random thread of the Protect Queue instead of the first.
+ * Pinned threads and members of regions keep their rules.  The seed comes from URSA_SEED (the test
+ * runner sets and prints one per test), else ursa_init picks one and prints it.  URSA_SEED=<n>
+ * replays each VP's sequence of choices; the interleaving of the VPs' kernel threads is the
+ * kernel's, so a replay repeats the choices, not always the run.  Owner only. */
+#if URSA_TEST_HARD
+static uint64_t chaos_seed;
+static int chaos_on;
+
+static uint32_t chaos_next(struct ursa__smp *x) {      /* xorshift64* */
+  x->chaos_rng ^= x->chaos_rng >> 12;
+  x->chaos_rng ^= x->chaos_rng << 25;
+  x->chaos_rng ^= x->chaos_rng >> 27;
+  return (uint32_t)((x->chaos_rng * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+static void chaos_init(void) {
+  const char *v = getenv("URSA_SEED");
+  unsigned i;
+  chaos_on = !(v && strcmp(v, "off") == 0);
+  if (!chaos_on) return;
+  if (v && *v) {
+    chaos_seed = strtoull(v, NULL, 0);                  /* a replay, or the test runner's */
+  } else {                                             /* ours: say which, to replay it */
+    chaos_seed = ursa__now() ^ ((uint64_t)getpid() << 32);
+    fprintf(stderr, "ursa: hard build: random run-queue order and a migration at every switch, "
+                    "URSA_SEED=%llu (URSA_SEED=off: none)\n", (unsigned long long)chaos_seed);
+  }
+  if (chaos_seed == 0) chaos_seed = 1;
+  for (i = 0; i < ursa__g.nvps; i++)
+    ursa__g.vps[i]->x->chaos_rng = chaos_seed + 0x9E3779B97F4A7C15ull * (i + 1);
+}
+
+/* Where a yield or a wake-up on self sends t: another VP at random (a pinned thread or a region's
+ * member goes home anyway).  Not for threads an inbox hands over: they would never stop moving. */
+static struct ursa__vp *chaos_where(struct ursa__vp *self, const struct ursa__thread *t) {
+  unsigned n = ursa__g.nvps;
+  if (!chaos_on || t->region != NULL || t->pinned) return self;
+  return ursa__g.vps[(self->index + 1 + chaos_next(self->x) % (n - 1)) % n];
+}
+
+/* Moves a random thread of the ring to its head, where pq_pop takes it. */
+static void chaos_shuffle(struct ursa__vp *vp) {
+  struct ursa__runq *q = &vp->runq;
+  uint32_t len = q->tail - q->head, k;
+  struct ursa__thread *a, *b;
+  if (q->next != NULL || len < 2) return;
+  k = chaos_next(vp->x) % len;
+  if (k == 0) return;
+  a = q->buf[q->head & q->mask];
+  b = q->buf[(q->head + k) & q->mask];
+  q->buf[q->head & q->mask] = b;
+  q->buf[(q->head + k) & q->mask] = a;
+  b->rq_pos = q->head;
+  a->rq_pos = q->head + k;
+}
+#else
+#  define chaos_where(self, t) (self)
+#endif
+
 /* ---- where a READY thread goes ---------------------------------------------------------------- */
 
 /* The VP t must run on, or NULL when it may run anywhere. */
@@ -268,6 +331,9 @@ static inline struct ursa__thread *pick(struct ursa__vp *vp, const struct ursa__
   if (ursa_unlikely(ursa__pol_switch_needed(vp, pq_len(vp)))) ursa__pol_switch(vp);
   for (;;) {
     struct ursa__vp *home;
+#if URSA_TEST_HARD
+    if (chaos_on) chaos_shuffle(vp);
+#endif
     t = pq_pop(vp);
     if (ursa_unlikely(t == NULL) && (t = ursa__pol_fetch(vp)) == NULL) break;
     if (ursa_likely(t->region == NULL && !t->pinned)) break;
@@ -311,7 +377,7 @@ int ursa__smp_yield(struct ursa__vp *vp) {
   if (next == NULL) return 0;                          /* nothing else to run here: go on */
   ursa__set_state(cur, URSA__READY);
   cur->wake_result = 0;
-  ursa__smp_ready(vp, cur, vp);
+  ursa__smp_ready(vp, cur, chaos_where(vp, cur));
   return switch_to(vp, cur, next);
 }
 
@@ -357,7 +423,7 @@ static inline void smp_wake(struct ursa__vp *self, struct ursa__thread *t, int r
   }
   t->wake_result = res;
   ursa__set_state(t, URSA__READY);
-  ursa__smp_ready(self, t, self);
+  ursa__smp_ready(self, t, chaos_where(self, t));
 }
 
 /* URSA_TRACE: records the wake-up (t goes to its home, or to the waker's VP), then does it.  Out
@@ -684,6 +750,9 @@ int ursa__smp_init(void) {
     ursa__g.vps[i]->x->fwd = ursa__g.vps[(i + 1) % n];
     ursa__g.vps[i]->x->bwd = ursa__g.vps[(i + n - 1) % n];
   }
+#if URSA_TEST_HARD
+  chaos_init();
+#endif
   /* VP 0's idle context needs a stack of its own: the kernel thread's stack is main's. */
   {
     struct ursa__thread *st = ursa__stack_get_slow(v0, 65536, &err), *idle = v0->x->idle;
