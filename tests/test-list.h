@@ -15,6 +15,7 @@ TEST(thread_dump_signal_bad_value)
 #include "list-core.h"
 #include "list-sync.h"
 #include "list-pt.h"
+#include "list-pts.h"
 #include "list-queues.h"
 #include "list-smp.h"
 #include "list-trace.h"

@@ -9,8 +9,10 @@
  *
  * The application is the scheduler: it calls its protothread functions, typically in a loop,
  * and each call runs until the thread waits, yields, exits or ends, then returns one of
- * URSA_PT_WAITING, URSA_PT_YIELDED, URSA_PT_EXITED, URSA_PT_ENDED.  (A flavour scheduled by
- * ursa's run queues, waiting on ursa's semaphores and threads, is planned: issue #6.)
+ * URSA_PT_WAITING, URSA_PT_YIELDED, URSA_PT_EXITED, URSA_PT_ENDED.  For stackless threads
+ * scheduled by ursa instead (spawned on a VP or region, waiting on semaphores, timers and ursa
+ * threads without polling, joinable by ursa threads), see ursa/pt_sched.h: it uses these macros
+ * and the same local continuations, and needs libursa.
  *
  *   #include <stdio.h>
  *   #include <ursa/pt.h>

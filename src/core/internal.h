@@ -681,6 +681,26 @@ URSA_HIDDEN const char *ursa__wait_name(int kind);
 URSA_HIDDEN struct ursa__thread *ursa__mutex_owner(void *mutex);
 URSA_HIDDEN struct ursa__thread *ursa__rwlock_writer(void *rwlock);
 URSA_HIDDEN void ursa__deadlock_report(struct ursa__vp *vp) __attribute__((noreturn));
+
+/* ---- wait shells (src/pt/pt_sched.c) ------------------------------------------------------------
+ * A stackless thread (include/ursa/pt_sched.h) that waits on an object of the core borrows a
+ * "shell": a struct ursa__thread without a stack, never in the handle table, queued where a
+ * blocked thread would be (a wait queue, a joiner field) for the duration of that one wait.  Its
+ * heap_idx is URSA__HEAP_SHELL, so the one-VP wake takes its existing slow branch
+ * (ursa__wake_m: heap_idx != 0) and ursa__wake_slow / ursa__smp_wake hand the shell to
+ * ursa__pts_shell_wake instead of a run queue; nothing else of the core runs a shell. */
+#define URSA__HEAP_SHELL UINT32_MAX
+/* Called by the core's wake paths for a shell, with the wake result: makes its stackless thread
+ * ready on its executor.  Takes only the executor's lock (a leaf, like an inbox lock). */
+URSA_HIDDEN void ursa__pts_shell_wake(struct ursa__thread *shell, int res);
+/* ursa_join for a shell (thread.c): 0 when t had finished (released here), 1 when shell is now
+ * t's joiner (woken when t finishes; the executor then calls ursa__join_async_done), -EINVAL or
+ * -EDEADLK as ursa_join.  Never blocks. */
+URSA_HIDDEN int  ursa__join_async(struct ursa__vp *vp, struct ursa__thread *t, struct ursa__thread *shell);
+URSA_HIDDEN void ursa__join_async_done(struct ursa__vp *vp, struct ursa__thread *t);
+/* ursa_sem_wait for a shell (sem.c): 0 when a unit was taken, 1 when shell is queued (a post hands
+ * it a unit and wakes it), -EINVAL for a bad semaphore.  Never blocks. */
+URSA_HIDDEN int  ursa__sem_wait_async(ursa_sem_t *s, struct ursa__thread *shell);
 /* Every thread, its state, wait object and backtrace, and the wait-for cycles, to f.  self is the
  * calling ursa thread, or NULL from the dump thread (src/core/runtime.c, URSA_DUMP_SIGNAL). */
 URSA_HIDDEN void ursa__dump_all(FILE *f, struct ursa__vp *vp, struct ursa__thread *self);

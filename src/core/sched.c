@@ -182,6 +182,7 @@ int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
 }
 
 void ursa__wake_slow(struct ursa__thread *t, int res) {
+  if (t->heap_idx == URSA__HEAP_SHELL) { ursa__pts_shell_wake(t, res); return; }   /* src/pt/ */
   if (t->heap_idx) ursa__timer_cancel(t->vp, t);
   if (URSA__TRACING()) ursa__trace_wake(t->vp, t, 0, res);   /* URSA_TRACE: one VP */
   ursa__wake_ready(t, res);
@@ -463,9 +464,9 @@ struct dump { FILE *f; int only_blocked; int n; int bt; struct ursa__thread *sel
 
 /* Whether t is suspended, so that its saved registers and stack can be read: never for a running
  * thread; with several VPs also not while its last switch is still saving it (on-CPU byte). */
-static bool suspended(struct ursa__thread *t) {
 /* With one VP a BLOCKED thread may still be the VP's current one: the VP sleeps in the kernel on
  * that thread's stack (a timed wait with nothing else to run), and its saved registers are old. */
+static bool suspended(struct ursa__thread *t) {
   uint8_t s = __atomic_load_n(&t->state, __ATOMIC_RELAXED);
   if (s != URSA__READY && s != URSA__BLOCKED) return false;
   if (ursa__g.nvps == 1) return __atomic_load_n(&ursa__g.vp0.cur, __ATOMIC_RELAXED) != t;

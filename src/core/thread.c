@@ -447,6 +447,30 @@ int ursa_join(ursa_thread_t h, void **result) {
   return join_(vp, t, result, URSA__FAST);
 }
 
+/* join_ for a wait shell (internal.h): the same checks and hand-over, but nothing blocks; the
+ * executor of the shell's stackless thread releases t once the shell is woken. */
+int ursa__join_async(struct ursa__vp *vp, struct ursa__thread *t, struct ursa__thread *shell) {
+  const bool smp = vp->smp;
+  ursa__lock_if(smp, &t->lock);
+  if (t->detached || t->joiner) { ursa__unlock_if(smp, &t->lock); return -EINVAL; }
+  if (ursa__get_state(t) != URSA__ZOMBIE) {
+    ursa__set_state(shell, URSA__BLOCKED);             /* before t can see it: t's lock orders it */
+    shell->wait_kind = URSA__W_JOIN;
+    shell->wait_obj = t;
+    t->joiner = shell;
+    ursa__unlock_if(smp, &t->lock);
+    return 1;
+  }
+  ursa__unlock_if(smp, &t->lock);
+  ursa__join_async_done(vp, t);
+  return 0;
+}
+
+void ursa__join_async_done(struct ursa__vp *vp, struct ursa__thread *t) {
+  if (vp->smp) ursa__oncpu_wait(t);                  /* its VP may still be switching away */
+  ursa__thread_release(vp, t);
+}
+
 int ursa_detach(ursa_thread_t h) {
   struct ursa__thread *t;
   URSA_VP_OR_RETURN(vp);

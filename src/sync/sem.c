@@ -81,6 +81,27 @@ int ursa_sem_timedwait(ursa_sem_t *s, int clock, const struct timespec *abstime)
   return err ? err : sem_wait(s, d);
 }
 
+/* sem_wait_ for a wait shell (internal.h): takes a unit, or queues the shell, which a post then
+ * hands its unit to and wakes (ursa__pts_shell_wake).  Never blocks. */
+int ursa__sem_wait_async(ursa_sem_t *s, struct ursa__thread *shell) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  SEM_OR_RETURN(x, s);
+  vp->stats.p_ops++;
+  ursa__olock(vp, &x->lock);
+  if (x->value > 0) {
+    x->value--;
+    ursa__ounlock(vp, &x->lock);
+    return 0;
+  }
+  vp->stats.p_blocking++;
+  ursa__set_state(shell, URSA__BLOCKED);
+  shell->wait_kind = URSA__W_SEM;
+  shell->wait_obj = x;
+  ursa__q_push(&x->q, shell);
+  ursa__ounlock(vp, &x->lock);
+  return 1;
+}
+
 int ursa_sem_trywait(ursa_sem_t *s) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);

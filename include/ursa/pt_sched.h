@@ -1,0 +1,285 @@
+/*
+ * ursa/pt_sched.h - stackless threads scheduled by ursa (needs libursa and ursa_init).
+ *
+ * The header-only flavour (ursa/pt.h) leaves the scheduling to the application.  This one puts a
+ * stackless thread on ursa's VPs: it is spawned with a function and an argument, runs when it is
+ * ready, waits on semaphores, timers, other stackless threads and ursa threads without polling,
+ * and ursa threads can wait on it.  Its function is written with the URSA_PTS_* macros below,
+ * which are the URSA_PT_* macros of ursa/pt.h plus waits that queue the thread on an object:
+ *
+ *   #include <ursa.h>
+ *   #include <ursa/pt_sched.h>
+ *
+ *   static struct ursa_pts_sem items;
+ *
+ *   static URSA_PT_THREAD(consumer(struct ursa_pts *self)) {
+ *     URSA_PTS_BEGIN(self);
+ *     for (;;) {
+ *       URSA_PTS_SEM_WAIT(self, &items);         // queued on items: runs again after a post
+ *       printf("item\n");
+ *     }
+ *     URSA_PTS_END(self);
+ *   }
+ *
+ *   int main(void) {
+ *     struct ursa_pts c = URSA_PTS_INITIALIZER;  // the whole thread: 56 bytes
+ *     ursa_init(NULL);
+ *     ursa_pts_sem_init(&items, 0);
+ *     ursa_pts_spawn(&c, URSA_VP_SELF, consumer, NULL);
+ *     ursa_pts_sem_post(&items);                // prints "item" once main blocks or yields
+ *     ...
+ *   }
+ *
+ * How it runs.  Each VP has an executor, an ordinary ursa thread bound to it (each region one
+ * more, a member of the region), created at the first spawn there.  An executor runs its ready
+ * stackless threads one after the other by calling their functions; a call returns when the
+ * thread waits, yields or ends.  So a stackless thread never runs in parallel with itself or with
+ * another of its executor, and the model rules apply through the executor: under cm there is one
+ * VP; in a region (pcm) the executor is a member, so no two threads of the region, stackful or
+ * stackless, run at once.  An executor gives way to the other ursa threads of its VP after every
+ * URSA_PTS_BATCH calls, and blocks on a semaphore when it has nothing to run.  Call
+ * ursa_pts_fini() before ursa_fini(): it stops the executors.
+ *
+ * The rules (as in ursa/pt.h, and each restated where it bites):
+ *   1. Locals do not survive a wait or a yield: keep state in static storage or in the struct
+ *      behind self->arg (or a struct that embeds the struct ursa_pts).
+ *   2. URSA_LC_SWITCH (the default): no wait inside a switch statement.
+ *   3. Never call a blocking ursa function (ursa_sem_wait, ursa_join, ursa_mutex_lock, ...) from a
+ *      stackless thread: it would block its executor and every thread on it.  Use the URSA_PTS_
+ *      waits.  Non-blocking ones (posts, puts, unlocks, create, try-variants) are fine.
+ *   4. A stackless thread may wait on: an ursa_pts_sem (URSA_PTS_SEM_WAIT, _TIMEDWAIT), a timer
+ *      (URSA_PTS_SLEEP), another stackless thread's end (URSA_PTS_JOIN), an ursa thread's end
+ *      (URSA_PTS_JOIN_THREAD), or a condition polled once per round (URSA_PTS_WAIT_UNTIL).
+ *   5. An ursa thread waits on a stackless one with ursa_pts_join, or on an ursa_pts_sem with
+ *      ursa_pts_sem_wait: the semaphore is the way to wait for anything a stackless thread does.
+ *
+ * Errors are negative errno values, as in ursa.h.  A wait macro that fails does not wait: it
+ * goes on with ursa_pts_result(self) < 0.  Calls from outside ursa threads return -EPERM.
+ *
+ * Contexts: the ursa_pts_* functions from ursa threads and from stackless threads (those that
+ * would block: ursa threads only, else -EPERM); the URSA_PTS_* macros only inside the function of
+ * the stackless thread `self`, between URSA_PTS_BEGIN and URSA_PTS_END.
+ */
+#ifndef URSA_PT_SCHED_H
+#define URSA_PT_SCHED_H
+
+#include "../ursa.h"
+#include "pt.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * The thread
+ * ------------------------------------------------------------------------------------------- */
+
+struct ursa_pts;
+struct ursa__pts_exec;                  /* private: an executor (src/pt/pt_sched.c) */
+
+/* The function of a stackless thread: runs from URSA_PTS_BEGIN, or from the wait where it
+ * stopped, until the next wait, yield or its end; returns what the URSA_PTS_* macros return. */
+typedef int (*ursa_pts_fn)(struct ursa_pts *self);
+
+/* A stackless thread: its whole state, in storage the caller owns (static, an array, or embedded
+ * in the caller's own struct).  Zero-filled or URSA_PTS_INITIALIZER before its first spawn; it
+ * must stay valid and unmoved from ursa_pts_spawn until it has ended and been joined (or has
+ * ended, when nobody joins it).  The fields are private except arg and pt. */
+struct ursa_pts {
+  struct ursa_pts       *next;          /* private: link in a ready list or a wait queue        */
+  struct ursa__pts_exec *exec;          /* private: the executor it runs on                     */
+  ursa_pts_fn            fn;            /* private                                              */
+  void                  *arg;           /* the argument of ursa_pts_spawn                       */
+  struct ursa_pts       *joiner;        /* private: who waits for its end                       */
+  union {
+    struct ursa_pt       pt;            /* where it stopped (ursa/pt.h)                         */
+    uint64_t             lc_space_;     /* private: the same size in both implementations       */
+  };
+  uint32_t               heap_idx;      /* private: its timer in the executor's heap, or 0      */
+  int16_t                result;        /* the result of its last wait: ursa_pts_result         */
+  uint8_t                state;         /* private: enum below (atomic, relaxed)                */
+  uint8_t                flags;         /* private                                              */
+};
+#define URSA_PTS_INITIALIZER { 0, 0, 0, 0, 0, { { 0 } }, 0, 0, 0, 0 }
+
+/* The states (private; for reading: ursa_pts_state). */
+enum {
+  URSA_PTS_FREE = 0,      /* never spawned, or ended and joined: may be spawned               */
+  URSA_PTS_READY = 1,     /* on its executor's ready list, or running                          */
+  URSA_PTS_WAITING = 2,   /* queued on an object, asleep, or joining                           */
+  URSA_PTS_DONE = 3       /* ended, not joined                                                 */
+};
+
+/* Where a thread runs: the VP index, URSA_VP_ANY (the executor with the fewest live stackless
+ * threads) or URSA_VP_SELF (called from a stackless thread: its own executor, so a region's
+ * threads spawn into the region; from an ursa thread: its VP's executor). */
+
+/* Starts t running fn(t) (fn reads t->arg) on VP vp's executor.  Does not switch: t runs when its
+ * executor gets to it.  -EINVAL for a NULL t or fn or a bad vp, -EBUSY while t is live
+ * (ready or waiting), -ENOMEM / -EAGAIN when the executor cannot be made, -EPERM outside ursa. */
+URSA_API int ursa_pts_spawn(struct ursa_pts *t, int vp, ursa_pts_fn fn, void *arg);
+
+/* The same, on region r's executor: t then runs only while no other thread of r runs. */
+URSA_API int ursa_pts_spawn_region(struct ursa_pts *t, ursa_region_t *r, ursa_pts_fn fn, void *arg);
+
+/* Waits until t has ended (URSA_PTS_EXIT or URSA_PTS_END), then makes it FREE (reusable).
+ * Blocks the calling ursa thread without polling.  -ESRCH when t is FREE (never spawned, or
+ * already joined), -EINVAL when another thread already joins t, -EPERM from a stackless thread
+ * (use URSA_PTS_JOIN) or outside ursa. */
+URSA_API int ursa_pts_join(struct ursa_pts *t);
+
+/* URSA_PTS_FREE, _READY, _WAITING or _DONE: a snapshot. */
+URSA_API int ursa_pts_state(const struct ursa_pts *t);
+
+/* The result of self's last URSA_PTS_* wait (0, -ETIMEDOUT, or the error that kept it from
+ * waiting), or of URSA_PTS_SPAWN / URSA_PTS_SEM_POST. */
+#define ursa_pts_result(self) ((int)(self)->result)
+
+/* Stops every executor, once no stackless thread is live (READY or WAITING): -EBUSY otherwise.
+ * Call it from an ursa thread before ursa_fini (which counts executors as live threads).  A later
+ * spawn starts executors again.  -EPERM from a stackless thread or outside ursa. */
+URSA_API int ursa_pts_fini(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Semaphores that both kinds of thread can wait on
+ * ------------------------------------------------------------------------------------------- */
+
+/* A counting semaphore: a post hands its unit to the first waiter (FIFO), stackless or not; a
+ * stackless waiter is made ready on its executor, an ursa thread is woken as by ursa_sem_post.
+ * 32 bytes, in storage the caller owns; not copied or moved while in use. */
+struct ursa_pts_sem {
+  uint32_t         magic;               /* private */
+  uint32_t         count;               /* private */
+  struct ursa_pts *head, *tail;         /* private: waiters, FIFO (tail valid while head is) */
+  uint32_t         lock;                /* private: several VPs */
+  uint32_t         pad_;
+};
+
+URSA_API int ursa_pts_sem_init(struct ursa_pts_sem *s, unsigned value);   /* -EINVAL above
+                                                                              URSA_SEM_VALUE_MAX */
+URSA_API int ursa_pts_sem_destroy(struct ursa_pts_sem *s);                 /* -EBUSY with waiters */
+/* From ursa threads: blocks while the count is 0.  -EPERM from a stackless thread. */
+URSA_API int ursa_pts_sem_wait(struct ursa_pts_sem *s);
+URSA_API int ursa_pts_sem_trywait(struct ursa_pts_sem *s);                 /* -EAGAIN at 0 */
+/* From anywhere in ursa (ursa threads and stackless ones).  -EOVERFLOW at the maximum. */
+URSA_API int ursa_pts_sem_post(struct ursa_pts_sem *s);
+URSA_API int ursa_pts_sem_getvalue(struct ursa_pts_sem *s, int *value);
+
+/* ---------------------------------------------------------------------------------------------
+ * The body of a stackless thread
+ * ------------------------------------------------------------------------------------------- */
+
+/* Declare the function with URSA_PT_THREAD (ursa/pt.h): static URSA_PT_THREAD(f(struct ursa_pts
+ * *self)).  Open the body with URSA_PTS_BEGIN, close it with URSA_PTS_END; no return of your own. */
+#define URSA_PTS_BEGIN(self) URSA_PT_BEGIN(&(self)->pt)
+/* Ends the thread: its joiner, if any, goes on. */
+#define URSA_PTS_END(self) URSA_PT_END(&(self)->pt)
+/* Ends the thread here. */
+#define URSA_PTS_EXIT(self) URSA_PT_EXIT(&(self)->pt)
+/* Goes behind the other ready threads of its executor.  Locals do not survive it. */
+#define URSA_PTS_YIELD(self) URSA_PT_YIELD(&(self)->pt)
+
+/* A wait on an object: `call` returns 1 when it queued self (the function returns and resumes
+ * after the point once woken), 0 when it did not have to wait, a negative error when it could
+ * not (stored in self->result; goes on).  The point is recorded before the call, so a waker on
+ * another VP may make self ready before the function has returned. */
+#define URSA__PTS_WAIT_ON(self, call)                                   \
+  do {                                                                  \
+    ursa_pt_yield_flag_needs_URSA_PT_BEGIN = 0;                         \
+    URSA_LC_SET((self)->pt.lc);                                         \
+    if (ursa_pt_yield_flag_needs_URSA_PT_BEGIN == 0 && (call) > 0)      \
+      return URSA_PT_WAITING;                                           \
+  } while (0)
+
+/* Waits until the semaphore's count is positive and takes a unit (FIFO with the other waiters).
+ * Pitfalls: locals do not survive it; with URSA_LC_SWITCH not inside a switch statement. */
+#define URSA_PTS_SEM_WAIT(self, s) URSA__PTS_WAIT_ON(self, ursa__pts_sem_wait_fast(self, s))
+/* The same with a timeout of ns nanoseconds: ursa_pts_result(self) is then 0 or -ETIMEDOUT. */
+#define URSA_PTS_SEM_TIMEDWAIT(self, s, ns) URSA__PTS_WAIT_ON(self, ursa__pts_sem_wait(self, s, ns, 1))
+/* Posts s from self: the same as ursa_pts_sem_post, and when the first waiter is a thread of
+ * self's executor, a few stores (it goes to the tail of the ready list).  Sets the result. */
+#define URSA_PTS_SEM_POST(self, s) ((self)->result = (int16_t)ursa__pts_sem_post_from(self, s))
+/* Sleeps for at least ns nanoseconds of CLOCK_MONOTONIC (0: one round of the executor). */
+#define URSA_PTS_SLEEP(self, ns) URSA__PTS_WAIT_ON(self, ursa__pts_sleep(self, ns))
+/* Waits until the stackless thread t has ended and makes it FREE.  Result: 0, -ESRCH (t is FREE),
+ * -EINVAL (t already has a joiner), -EDEADLK (t is self). */
+#define URSA_PTS_JOIN(self, t) URSA__PTS_WAIT_ON(self, ursa__pts_join(self, t))
+/* Waits until the ursa thread th has finished and releases it (as ursa_join, the result is not
+ * kept).  Result: 0, or ursa_join's errors (-ESRCH, -EINVAL, -EDEADLK for the executor itself). */
+#define URSA_PTS_JOIN_THREAD(self, th) URSA__PTS_WAIT_ON(self, ursa__pts_join_thread(self, th))
+/* Waits on ursa's own semaphore s (ursa_sem_t) as ursa_sem_wait does, FIFO with the ursa threads
+ * waiting there; a post hands the unit over and makes self ready.  Result: 0, or -EINVAL (bad
+ * semaphore), -ENOMEM.  No timed variant. */
+#define URSA_PTS_URSA_SEM_WAIT(self, s) URSA__PTS_WAIT_ON(self, ursa__pts_ursa_sem_wait(self, s))
+/* Waits until cond holds, re-evaluating it once per round of the executor (a poll: prefer a
+ * semaphore).  cond must not use locals. */
+#define URSA_PTS_WAIT_UNTIL(self, cond)                                 \
+  do {                                                                  \
+    (void)ursa_pt_yield_flag_needs_URSA_PT_BEGIN;                       \
+    URSA_LC_SET((self)->pt.lc);                                         \
+    if (!(cond)) return URSA_PT_YIELDED;                                \
+  } while (0)
+/* Spawns child on self's executor (ursa_pts_spawn with URSA_VP_SELF); result in self->result.
+ * Does not wait: join it with URSA_PTS_JOIN. */
+#define URSA_PTS_SPAWN(self, child, fn, arg) \
+  ((self)->result = (int16_t)ursa_pts_spawn(child, URSA_VP_SELF, fn, arg))
+
+/* ---- private: what the macros call --------------------------------------------------------- */
+
+/* The first fields of an executor: its ready list (owner only) and whether the inline paths
+ * below may be used (one VP, a cooperative model). */
+struct ursa__pts_runq {
+  struct ursa_pts *head, *tail;
+  uint32_t         slow;                /* nonzero: several VPs or a preemptive model */
+};
+#define URSA__PTS_SEM_MAGIC 0x50545353u
+
+URSA_API int ursa__pts_sem_wait(struct ursa_pts *self, struct ursa_pts_sem *s, uint64_t ns, int timed);
+URSA_API int ursa__pts_sem_post(struct ursa_pts_sem *s);
+URSA_API int ursa__pts_sleep(struct ursa_pts *self, uint64_t ns);
+URSA_API int ursa__pts_join(struct ursa_pts *self, struct ursa_pts *t);
+URSA_API int ursa__pts_join_thread(struct ursa_pts *self, ursa_thread_t th);
+URSA_API int ursa__pts_ursa_sem_wait(struct ursa_pts *self, ursa_sem_t *s);
+
+/* One VP, a cooperative model: nothing runs concurrently, so a wait takes a unit or queues self
+ * with plain stores (the library's version takes the semaphore's lock). */
+static inline int ursa__pts_sem_wait_fast(struct ursa_pts *self, struct ursa_pts_sem *s) {
+  const struct ursa__pts_runq *q = (const struct ursa__pts_runq *)(const void *)self->exec;
+  if (__builtin_expect(q->slow == 0 && s->magic == URSA__PTS_SEM_MAGIC, 1)) {
+    if (s->count > 0) {
+      s->count--;
+      self->result = 0;
+      return 0;
+    }
+    __atomic_store_n(&self->state, (uint8_t)URSA_PTS_WAITING, __ATOMIC_RELAXED);
+    self->next = 0;
+    if (s->head) s->tail->next = self; else s->head = self;
+    s->tail = self;
+    return 1;
+  }
+  return ursa__pts_sem_wait(self, s, 0, 0);
+}
+
+/* One VP, a waiter of self's executor: it goes to the ready list's tail (owner only). */
+static inline int ursa__pts_sem_post_from(struct ursa_pts *self, struct ursa_pts_sem *s) {
+  struct ursa__pts_runq *q = (struct ursa__pts_runq *)(void *)self->exec;
+  struct ursa_pts *w;
+  if (__builtin_expect(q->slow == 0 && s->magic == URSA__PTS_SEM_MAGIC &&   /* slow: read nothing */
+                       (w = s->head) != 0 && w->exec == self->exec, 1)) {
+    s->head = w->next;
+    w->next = 0;
+    w->result = 0;
+    __atomic_store_n(&w->state, (uint8_t)URSA_PTS_READY, __ATOMIC_RELAXED);
+    if (q->head) q->tail->next = w; else q->head = w;
+    q->tail = w;
+    return 0;
+  }
+  return ursa__pts_sem_post(s);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* URSA_PT_SCHED_H */
