@@ -10,17 +10,21 @@
 #   tsan      ThreadSanitizer
 #   valgrind  the plain build, each test run under Valgrind memcheck (stacks registered)
 #   hard      allocation-failure injection (-DURSA_TEST_HARD=ON): every allocation and mapping of
-#             a scenario fails in turn; errors must be -ENOMEM/-EAGAIN and nothing may leak
+#             a scenario fails in turn; errors must be -ENOMEM/-EAGAIN and nothing may leak;
+#             with several VPs also a random run-queue order and a migration at every yield and
+#             wake-up (URSA_SEED, printed per test, replays the choices; src/sched/vp.c)
 #   clang     the plain build with clang
 #   clang-asan  ASan+UBSan with clang
+#   clang-tsan, clang-valgrind, clang-hard   the tsan, valgrind and hard builds with clang
 #   aarch64   cross-built for AArch64 and run under qemu-aarch64 (scripts/test-aarch64.sh; skipped
 #             with a message when the cross tools cannot be installed)
-# Default: all eleven, model first.  Exits non-zero if any build or test fails; the last line sums
+# Default: all fourteen, model first (gcc and clang each in plain, ASan+UBSan, TSan, Valgrind
+# and hard).  Exits non-zero if any build or test fails; the last line sums
 # them up.
 set -u
 cd "$(dirname "$0")/.."
 configs=("$@")
-[ ${#configs[@]} -eq 0 ] && configs=(model plain debug asan ucontext tsan valgrind hard clang clang-asan aarch64)
+[ ${#configs[@]} -eq 0 ] && configs=(model plain debug asan ucontext tsan valgrind hard clang clang-asan clang-tsan clang-valgrind clang-hard aarch64)
 
 total_pass=0; total_fail=0; bad=()
 for c in "${configs[@]}"; do
@@ -55,6 +59,10 @@ for c in "${configs[@]}"; do
     hard)     flags=(-DURSA_TEST_HARD=ON) ;;
     clang)    flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++) ;;
     clang-asan) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DURSA_SANITIZE=address) ;;
+    clang-tsan) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DURSA_SANITIZE=thread) ;;
+    clang-valgrind) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_FLAGS=-gdwarf-4  # Valgrind 3.19 reads no DWARF 5
+                           -DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;-q") ;;
+    clang-hard) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DURSA_TEST_HARD=ON) ;;
     valgrind) flags=(-DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;-q") ;;
     *) echo "unknown configuration $c" >&2; exit 2 ;;
   esac

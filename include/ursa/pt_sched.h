@@ -49,7 +49,9 @@
  *      waits.  Non-blocking ones (posts, puts, unlocks, create, try-variants) are fine.
  *   4. A stackless thread may wait on: an ursa_pts_sem (URSA_PTS_SEM_WAIT, _TIMEDWAIT), a timer
  *      (URSA_PTS_SLEEP), another stackless thread's end (URSA_PTS_JOIN), an ursa thread's end
- *      (URSA_PTS_JOIN_THREAD), or a condition polled once per round (URSA_PTS_WAIT_UNTIL).
+ *      (URSA_PTS_JOIN_THREAD), ursa's own semaphores (URSA_PTS_URSA_SEM_WAIT), I-structures
+ *      (URSA_PTS_IVAR_GET) and M-structures (URSA_PTS_MVAR_TAKE, _PUT), or a condition polled
+ *      once per round (URSA_PTS_WAIT_UNTIL).
  *   5. An ursa thread waits on a stackless one with ursa_pts_join, or on an ursa_pts_sem with
  *      ursa_pts_sem_wait: the semaphore is the way to wait for anything a stackless thread does.
  *
@@ -213,6 +215,15 @@ URSA_API int ursa_pts_sem_getvalue(struct ursa_pts_sem *s, int *value);
  * waiting there; a post hands the unit over and makes self ready.  Result: 0, or -EINVAL (bad
  * semaphore), -ENOMEM.  No timed variant. */
 #define URSA_PTS_URSA_SEM_WAIT(self, s) URSA__PTS_WAIT_ON(self, ursa__pts_ursa_sem_wait(self, s))
+/* Waits until the I-structure iv (ursa_ivar_t) is written and stores its value in *out, as
+ * ursa_ivar_get.  out must outlive the wait (static storage or self->arg's struct: locals do
+ * not survive it).  Result: 0, or -EINVAL (bad I-structure or NULL out), -ENOMEM. */
+#define URSA_PTS_IVAR_GET(self, iv, out) URSA__PTS_WAIT_ON(self, ursa__pts_ivar_get(self, iv, out))
+/* Takes the value of the M-structure mv (ursa_mvar_t) into *out, waiting while it is empty, FIFO
+ * with the ursa threads taking there (ursa_mvar_take).  out: as above. */
+#define URSA_PTS_MVAR_TAKE(self, mv, out) URSA__PTS_WAIT_ON(self, ursa__pts_mvar_take(self, mv, out))
+/* Puts value into the M-structure mv, waiting while it is full (ursa_mvar_put). */
+#define URSA_PTS_MVAR_PUT(self, mv, value) URSA__PTS_WAIT_ON(self, ursa__pts_mvar_put(self, mv, value))
 /* Waits until cond holds, re-evaluating it once per round of the executor (a poll: prefer a
  * semaphore).  cond must not use locals. */
 #define URSA_PTS_WAIT_UNTIL(self, cond)                                 \
@@ -242,6 +253,9 @@ URSA_API int ursa__pts_sleep(struct ursa_pts *self, uint64_t ns);
 URSA_API int ursa__pts_join(struct ursa_pts *self, struct ursa_pts *t);
 URSA_API int ursa__pts_join_thread(struct ursa_pts *self, ursa_thread_t th);
 URSA_API int ursa__pts_ursa_sem_wait(struct ursa_pts *self, ursa_sem_t *s);
+URSA_API int ursa__pts_ivar_get(struct ursa_pts *self, ursa_ivar_t *v, void **out);
+URSA_API int ursa__pts_mvar_take(struct ursa_pts *self, ursa_mvar_t *v, void **out);
+URSA_API int ursa__pts_mvar_put(struct ursa_pts *self, ursa_mvar_t *v, void *value);
 
 /* One VP, a cooperative model: nothing runs concurrently, so a wait takes a unit or queues self
  * with plain stores (the library's version takes the semaphore's lock). */

@@ -701,6 +701,13 @@ URSA_HIDDEN void ursa__join_async_done(struct ursa__vp *vp, struct ursa__thread 
 /* ursa_sem_wait for a shell (sem.c): 0 when a unit was taken, 1 when shell is queued (a post hands
  * it a unit and wakes it), -EINVAL for a bad semaphore.  Never blocks. */
 URSA_HIDDEN int  ursa__sem_wait_async(ursa_sem_t *s, struct ursa__thread *shell);
+/* The same for the cells (cells.c): ivar get, mvar put and take; 0 done now, 1 queued, -EINVAL.
+ * A woken ivar shell reads the value with ursa__ivar_value(wait_obj); a woken mvar taker finds it
+ * in shell->wait_data. */
+URSA_HIDDEN int   ursa__ivar_get_async(ursa_ivar_t *v, struct ursa__thread *shell, void **value);
+URSA_HIDDEN void *ursa__ivar_value(void *ivar);
+URSA_HIDDEN int   ursa__mvar_put_async(ursa_mvar_t *v, struct ursa__thread *shell, void *value);
+URSA_HIDDEN int   ursa__mvar_take_async(ursa_mvar_t *v, struct ursa__thread *shell, void **value);
 /* Every thread, its state, wait object and backtrace, and the wait-for cycles, to f.  self is the
  * calling ursa thread, or NULL from the dump thread (src/core/runtime.c, URSA_DUMP_SIGNAL). */
 URSA_HIDDEN void ursa__dump_all(FILE *f, struct ursa__vp *vp, struct ursa__thread *self);

@@ -280,6 +280,8 @@ void ursa__pts_shell_wake(struct ursa__thread *sh, int res) {
 static void shell_done(struct ursa__pts_exec *E, struct ursa__vp *vp, struct ursa__thread *sh) {
   struct ursa_pts *t = sh->arg;
   if (sh->wait_kind == URSA__W_JOIN) ursa__join_async_done(vp, sh->wait_obj);
+  else if (sh->wait_kind == URSA__W_IVAR) *(void **)sh->result = ursa__ivar_value(sh->wait_obj);
+  else if (sh->wait_kind == URSA__W_MVAR_TAKE) *(void **)sh->result = sh->wait_data;
   make_ready(E, t, sh->wake_result);
   shell_put(E, sh);
 }
@@ -624,6 +626,43 @@ int ursa__pts_ursa_sem_wait(struct ursa_pts *self, ursa_sem_t *s) {
   }
   if (r != 1) self->result = (int16_t)r;
   return r;
+}
+
+/* A stackless thread gets an I-structure, or takes from / puts into an M-structure: through a
+ * shell.  out (get, take) must outlive the wait: the executor stores the value there when the
+ * shell is woken (sh->result holds it meanwhile). */
+static int cell_wait(struct ursa_pts *self, int kind, void *cell, void **out, void *value) {
+  struct ursa__pts_exec *E = self->exec;
+  struct ursa__vp *vp = URSA__VP_AFTER_SWITCH();
+  struct ursa__thread *sh;
+  int r;
+  if (cell == NULL || (kind != URSA__W_MVAR_PUT && out == NULL)) r = -EINVAL;
+  else if ((sh = shell_get(E, vp, self)) == NULL) r = -ENOMEM;
+  else {
+    sh->result = out;
+    st_set(self, URSA_PTS_WAITING);
+    r = kind == URSA__W_IVAR ? ursa__ivar_get_async(cell, sh, out)
+      : kind == URSA__W_MVAR_TAKE ? ursa__mvar_take_async(cell, sh, out)
+      : ursa__mvar_put_async(cell, sh, value);
+    if (r != 1) {
+      st_set(self, URSA_PTS_READY);
+      shell_put(E, sh);
+    }
+  }
+  self->result = (int16_t)(r == 1 ? 0 : r);
+  return r;
+}
+
+int ursa__pts_ivar_get(struct ursa_pts *self, ursa_ivar_t *v, void **out) {
+  return cell_wait(self, URSA__W_IVAR, v, out, NULL);
+}
+
+int ursa__pts_mvar_take(struct ursa_pts *self, ursa_mvar_t *v, void **out) {
+  return cell_wait(self, URSA__W_MVAR_TAKE, v, out, NULL);
+}
+
+int ursa__pts_mvar_put(struct ursa_pts *self, ursa_mvar_t *v, void *value) {
+  return cell_wait(self, URSA__W_MVAR_PUT, v, NULL, value);
 }
 
 /* ---- sleep ------------------------------------------------------------------------------------ */

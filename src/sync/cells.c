@@ -96,6 +96,29 @@ int ursa_ivar_get(ursa_ivar_t *v, void **value) {
   return 0;
 }
 
+/* ursa_ivar_get for a wait shell (internal.h): 0 with *value when written, 1 when the shell is
+ * queued (the put wakes it; the value is then read with ursa__ivar_value).  Never blocks. */
+int ursa__ivar_get_async(ursa_ivar_t *v, struct ursa__thread *shell, void **value) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  IVAR_OR_RETURN(x, v);
+  ursa__olock(vp, &x->lock);
+  if (x->full) {
+    *value = x->value;
+    ursa__ounlock(vp, &x->lock);
+    return 0;
+  }
+  ursa__set_state(shell, URSA__BLOCKED);
+  shell->wait_kind = URSA__W_IVAR;
+  shell->wait_obj = x;
+  ursa__q_push(&x->q, shell);
+  ursa__ounlock(vp, &x->lock);
+  return 1;
+}
+
+/* The value of a written I-structure (it never changes again: no lock; the wake-up that says it
+ * was written orders the put's stores before this read). */
+void *ursa__ivar_value(void *ivar) { return ((struct ursa__ivar *)ivar)->value; }
+
 int ursa_ivar_tryget(ursa_ivar_t *v, void **value) {
   if (ursa__tls_vp == NULL) return -EPERM;
   IVAR_OR_RETURN(x, v);
@@ -173,6 +196,45 @@ int ursa_mvar_put(ursa_mvar_t *v, void *value) {
   ursa__q_push(&x->putters, vp->cur);
   ursa__block(vp, URSA__W_MVAR_PUT, x, &x->lock, 0);  /* a take moved our value into the cell */
   return 0;
+}
+
+/* ursa_mvar_put for a wait shell: 0 when the value went in (or to a taker), 1 when the shell is
+ * queued with it (a take moves it into the cell and wakes the shell).  Never blocks. */
+int ursa__mvar_put_async(ursa_mvar_t *v, struct ursa__thread *shell, void *value) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  MVAR_OR_RETURN(x, v);
+  ursa__olock(vp, &x->lock);
+  if (!x->full) {
+    mvar_fill(vp, x, value);
+    ursa__ounlock(vp, &x->lock);
+    return 0;
+  }
+  ursa__set_state(shell, URSA__BLOCKED);
+  shell->wait_kind = URSA__W_MVAR_PUT;
+  shell->wait_obj = x;
+  shell->wait_data = value;
+  ursa__q_push(&x->putters, shell);
+  ursa__ounlock(vp, &x->lock);
+  return 1;
+}
+
+/* ursa_mvar_take for a wait shell: 0 with *value when the cell was full, 1 when the shell is queued
+ * (a put hands it the value in shell->wait_data and wakes it).  Never blocks. */
+int ursa__mvar_take_async(ursa_mvar_t *v, struct ursa__thread *shell, void **value) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  MVAR_OR_RETURN(x, v);
+  ursa__olock(vp, &x->lock);
+  if (x->full) {
+    mvar_drain(vp, x, value);
+    ursa__ounlock(vp, &x->lock);
+    return 0;
+  }
+  ursa__set_state(shell, URSA__BLOCKED);
+  shell->wait_kind = URSA__W_MVAR_TAKE;
+  shell->wait_obj = x;
+  ursa__q_push(&x->takers, shell);
+  ursa__ounlock(vp, &x->lock);
+  return 1;
 }
 
 int ursa_mvar_tryput(ursa_mvar_t *v, void *value) {
