@@ -77,6 +77,11 @@ typedef struct ursa_config {
   unsigned quantum_us;    /* URSA_QUANTUM_US: cp-ts time slice, 100 .. 10,000,000 us (10,000) */
   unsigned switch_count;  /* URSA_SWITCH_COUNT: cp-ic, ursa_tick() calls between switches
                              (10,000)                                                         */
+  unsigned rotate_us;     /* URSA_ROTATE_US: several VPs, the rotator's interval timer, 100 ..
+                             10,000,000 us; 0 = none (the default).  Each VP's timer signal runs
+                             the ring step at a safe point, so threads in the Waiver Queues move
+                             on even while every VP runs a thread that does not switch.  Like
+                             cp-ts it interrupts system calls (SA_RESTART; see docs/GUIDE.md).  */
 } ursa_config_t;
 
 /* Execution models (the journal paper's CM, PCM and CP; docs/GUIDE.md, "Choosing a model").  The

@@ -461,6 +461,80 @@ TEST_IMPL(smp_errno_survives_migration) {
   return 0;
 }
 
+/* ---- the rotator's interval timer (URSA_ROTATE_US) ---------------------------------------------- */
+
+static _Atomic int rot_release, rot_done;
+static ursa_sem_t rot_all_done;
+
+/* Runs on VP 1 and never enters ursa until released: VP 1 never switches, so without the timer it
+ * would never take what VP 0 passes into its Waiver Queue (VP 1 is that queue's only consumer). */
+static void *rot_hog(void *arg) {
+  (void)arg;
+  while (!atomic_load_explicit(&rot_release, memory_order_acquire)) spin_work(1000);
+  return NULL;
+}
+
+static void *rot_worker(void *arg) {
+  if (atomic_fetch_add(&rot_done, 1) + 1 == (int)(intptr_t)arg) ASSERT_OK(ursa_sem_post(&rot_all_done));
+  return NULL;
+}
+
+TEST_IMPL(smp_rotate_timer_frees_stranded_threads) {
+  enum { N = 8 };
+  ursa_config_t c;
+  ursa_attr_t a;
+  ursa_thread_t hog, w[N];
+  int i;
+  atomic_store(&rot_release, 0);
+  atomic_store(&rot_done, 0);
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  c.pq_cap = 1;                               /* VP 0 keeps one ready thread, passes the rest */
+  c.rotate_us = 1000;
+  c.model = URSA_MODEL_PCM;
+  if ((i = ursa_init(&c)) == -ENOTSUP) RETURN_SKIP("no interval timer here (TSan, or malloc in the executable)");
+  ASSERT_OK(i);
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setvp(&a, 1));
+  ASSERT_OK(ursa_create(&hog, &a, rot_hog, NULL));
+  ASSERT_OK(ursa_sem_init(&rot_all_done, 0));
+  ASSERT_OK(ursa_sleep_ns(10000000));         /* the hog is spinning on VP 1 */
+  for (i = 0; i < N; i++) ASSERT_OK(ursa_create(&w[i], NULL, rot_worker, (void *)(intptr_t)N));
+  ASSERT_OK(ursa_sem_wait(&rot_all_done));    /* without the timer: forever */
+  ASSERT_EQ(atomic_load(&rot_done), N);
+  atomic_store_explicit(&rot_release, 1, memory_order_release);
+  ASSERT_OK(ursa_join(hog, NULL));
+  for (i = 0; i < N; i++) ASSERT_OK(ursa_join(w[i], NULL));
+  ASSERT_OK(ursa_sem_destroy(&rot_all_done));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+TEST_IMPL(smp_rotate_timer_config) {
+  ursa_config_t c;
+  int i;
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  c.rotate_us = 50;                           /* below 100 us */
+  ASSERT_ERR(ursa_init(&c), -EINVAL);
+  c.rotate_us = 10000001;
+  ASSERT_ERR(ursa_init(&c), -EINVAL);
+  c.rotate_us = 100;                          /* the shortest: threads still run to completion */
+  if ((i = ursa_init(&c)) == -ENOTSUP) RETURN_SKIP("no interval timer here (TSan, or malloc in the executable)");
+  ASSERT_OK(i);
+  {
+    ursa_thread_t t[16];
+    atomic_store(&rot_done, 0);
+    ASSERT_OK(ursa_sem_init(&rot_all_done, 0));
+    for (i = 0; i < 16; i++) ASSERT_OK(ursa_create(&t[i], NULL, rot_worker, (void *)(intptr_t)16));
+    ASSERT_OK(ursa_sem_wait(&rot_all_done));
+    for (i = 0; i < 16; i++) ASSERT_OK(ursa_join(t[i], NULL));
+    ASSERT_OK(ursa_sem_destroy(&rot_all_done));
+  }
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
 static void *pinned_section(void *arg) {
   int v, k;
   (void)arg;

@@ -220,6 +220,10 @@ struct ursa__vp {
   uint64_t             pre_sw;       /* stats.switches at the last timer tick                    */
   uint64_t             pending_sw;   /* stats.switches when the pending preemption was deferred  */
   void                *pre_timer;    /* timer_t of the cp-ts timer                               */
+  /* the rotator's interval timer (URSA_ROTATE_US, src/model/preempt.c): this VP's kernel thread */
+  uint8_t              rot_timer_on; /* it exists                                                */
+  uint8_t              rot_armed;    /* ... and is armed (disarmed while the VP sleeps)          */
+  void                *rot_timer;    /* timer_t                                                  */
 };
 
 /* The VP of the calling kernel thread, NULL outside ursa.  Initial-exec TLS: one %fs load. */
@@ -282,6 +286,7 @@ struct ursa__global {
   int32_t  switch_count;             /* cp-ic                                                 */
   int      preempt_live;             /* cp-ts handlers act (set last by ursa_init, cleared first
                                         by ursa_fini; relaxed: read by the handler)           */
+  uint64_t rotate_ns;                /* the rotator's interval timer period, 0: none          */
 };
 URSA_HIDDEN extern struct ursa__global ursa__g;
 
@@ -715,6 +720,9 @@ URSA_HIDDEN void ursa__dump_all(FILE *f, struct ursa__vp *vp, struct ursa__threa
  * line per frame, at most URSA__BT_MAX (src/core/backtrace.c). */
 #define URSA__BT_MAX 32
 /* URSA_DUMP_SIGNAL (src/core/dumpsig.c): started at the end of ursa_init, stopped first in fini. */
+/* A number from the environment within [lo, hi]; 0 when unset, and with a warning when it is not
+ * such a number (runtime.c). */
+URSA_HIDDEN unsigned long ursa__env_range(const char *name, unsigned long lo, unsigned long hi);
 URSA_HIDDEN void ursa__dumpsig_start(void);
 URSA_HIDDEN void ursa__dumpsig_stop(void);
 URSA_HIDDEN void ursa__print_backtrace(FILE *f, const struct ursa__thread *t, bool self);

@@ -64,16 +64,18 @@ static int env_flag(const char *name) {
   return v && *v && strcmp(v, "0") != 0;
 }
 
-static unsigned env_uint(const char *name) {
+unsigned long ursa__env_range(const char *name, unsigned long lo, unsigned long hi) {
   const char *v = getenv(name);
   char *end;
   unsigned long n;
   if (v == NULL || *v == '\0') return 0;
   n = strtoul(v, &end, 10);
-  if (*end == '\0' && n > 0 && n <= 4096) return (unsigned)n;
-  fprintf(stderr, "ursa: ignoring %s=%s: not a number from 1 to 4096\n", name, v);
+  if (*end == '\0' && n >= lo && n <= hi) return n;
+  fprintf(stderr, "ursa: ignoring %s=%s: not a number from %lu to %lu\n", name, v, lo, hi);
   return 0;
 }
+
+static unsigned env_uint(const char *name) { return (unsigned)ursa__env_range(name, 1, 4096); }
 
 static int env_sched(void) {
   const char *v = getenv("URSA_SCHED");
@@ -163,6 +165,8 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__g.pin = c.pin;
   ursa__g.region_balance = c.region_balance != 0;
   ursa__g.model = c.model;                            /* 0: ursa__model_start decides */
+  if (c.rotate_us == 0) c.rotate_us = (unsigned)ursa__env_range("URSA_ROTATE_US", 100, 10000000);
+  if ((err = ursa__rot_config(c.rotate_us, cfg && cfg->rotate_us)) != 0) return err;
 
   memset(vp, 0, sizeof *vp);
   vp->errno_p = &errno;

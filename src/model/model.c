@@ -57,17 +57,6 @@ static int env_model(void) {
 }
 
 /* A number in [lo, hi] from the environment, 0 when unset or (with a warning) bad. */
-static unsigned long env_range(const char *name, unsigned long lo, unsigned long hi) {
-  const char *v = getenv(name);
-  char *end;
-  unsigned long n;
-  if (v == NULL || *v == '\0') return 0;
-  n = strtoul(v, &end, 10);
-  if (*end == '\0' && n >= lo && n <= hi) return n;
-  fprintf(stderr, "ursa: ignoring %s=%s: not a number from %lu to %lu\n", name, v, lo, hi);
-  return 0;
-}
-
 #define QUANTUM_MIN_US 100ul
 #define QUANTUM_MAX_US 10000000ul
 #define SWITCH_COUNT_MAX 2147483647ul
@@ -76,9 +65,9 @@ int ursa__model_config(ursa_config_t *c, const ursa_config_t *given) {
   unsigned long q = c->quantum_us, n = c->switch_count;
   if (c->model == 0) c->model = env_model();
   else if (c->model < URSA_MODEL_CM || c->model > URSA_MODEL_CP_IC) return -EINVAL;
-  if (q == 0) q = env_range("URSA_QUANTUM_US", QUANTUM_MIN_US, QUANTUM_MAX_US);
+  if (q == 0) q = ursa__env_range("URSA_QUANTUM_US", QUANTUM_MIN_US, QUANTUM_MAX_US);
   else if (q < QUANTUM_MIN_US || q > QUANTUM_MAX_US) return -EINVAL;
-  if (n == 0) n = env_range("URSA_SWITCH_COUNT", 1, SWITCH_COUNT_MAX);
+  if (n == 0) n = ursa__env_range("URSA_SWITCH_COUNT", 1, SWITCH_COUNT_MAX);
   if (c->model == URSA_MODEL_CM) {
     if (c->vps > 1) {
       fprintf(stderr, "ursa: the cm model runs one VP, but %s asks for %u\n",
@@ -97,20 +86,26 @@ int ursa__model_start(struct ursa__vp *vp0) {
   if (ursa__g.model == 0) ursa__g.model = ursa__g.nvps > 1 ? URSA_MODEL_PCM : URSA_MODEL_CM;
   __atomic_store_n(&ursa__tick_flag, ursa__g.model == URSA_MODEL_CP_IC ? URSA__TICK_IC : 0, __ATOMIC_RELAXED);
   vp0->ic_left = ursa__ic_start();
-  if (ursa__g.model != URSA_MODEL_CP_TS) return 0;
-  return ursa__ts_install();
+  if (ursa__g.model == URSA_MODEL_CP_TS) {
+    int err = ursa__ts_install();
+    if (err != 0) return err;
+  }
+  return ursa__rot_install();                         /* URSA_ROTATE_US: no-op when off */
 }
 
 int ursa__model_go(struct ursa__vp *vp0) {
   int err;
-  if (ursa__g.model != URSA_MODEL_CP_TS) return 0;
-  if ((err = ursa__ts_vp_start(vp0)) != 0) return err;
-  __atomic_store_n(&ursa__g.preempt_live, 1, __ATOMIC_RELAXED);
+  if (ursa__g.model == URSA_MODEL_CP_TS && (err = ursa__ts_vp_start(vp0)) != 0) return err;
+  if ((err = ursa__rot_vp_start(vp0)) != 0) return err;
+  if (ursa__g.model == URSA_MODEL_CP_TS || ursa__g.rotate_ns)
+    __atomic_store_n(&ursa__g.preempt_live, 1, __ATOMIC_RELAXED);   /* the handlers act */
   return 0;
 }
 
 void ursa__model_stop(struct ursa__vp *vp0) {
   __atomic_store_n(&ursa__g.preempt_live, 0, __ATOMIC_RELAXED);
+  ursa__rot_vp_stop(vp0);
+  ursa__rot_uninstall();
   if (ursa__g.model == URSA_MODEL_CP_TS) {
     ursa__ts_vp_stop(vp0);
     ursa__ts_uninstall();

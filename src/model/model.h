@@ -50,8 +50,17 @@ URSA_HIDDEN void ursa__ts_vp_stop(struct ursa__vp *vp);    /* on the VP's own ke
 /* Disarms (sleep = 1) or rearms (0) the VP's timer around a wait in the kernel: an idle VP takes
  * no timer signals. */
 URSA_HIDDEN void ursa__ts_idle(struct ursa__vp *vp, int sleep);
+/* The rotator's interval timer (URSA_ROTATE_US): the same shape, on its own signal. */
+#define URSA__ROTATE_SIGNAL (SIGRTMIN + 5)
+URSA_HIDDEN int  ursa__rot_config(unsigned rotate_us, int given);   /* sets ursa__g.rotate_ns     */
+URSA_HIDDEN int  ursa__rot_install(void);
+URSA_HIDDEN void ursa__rot_uninstall(void);
+URSA_HIDDEN int  ursa__rot_vp_start(struct ursa__vp *vp);
+URSA_HIDDEN void ursa__rot_vp_stop(struct ursa__vp *vp);
+URSA_HIDDEN void ursa__rot_idle(struct ursa__vp *vp, int sleep);
 static inline void ursa__preempt_idle(struct ursa__vp *vp, int sleep) {
   if (ursa_unlikely(vp->pre_timer_on)) ursa__ts_idle(vp, sleep);
+  if (ursa_unlikely(vp->rot_timer_on)) ursa__rot_idle(vp, sleep);
 }
 
 #endif

@@ -45,6 +45,7 @@
 #define _GNU_SOURCE
 #include "model.h"
 #include "../sched/sched_smp.h"
+#include "../sched/policy.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -89,30 +90,34 @@ static int find_exe(struct dl_phdr_info *info, size_t size, void *arg) {
   return 1;                                   /* the first object is the executable: stop */
 }
 
-static int refuse(const char *why) {
-  fprintf(stderr, "ursa: URSA_MODEL=cp-ts is not available here: %s (cp-ic, pcm and cm are)\n", why);
-  return -ENOTSUP;
-}
-
-int ursa__ts_check(void) {
+/* Whether safe points can be told here (the code ranges above are then set); NULL when they can,
+ * else why not.  Shared by cp-ts and the rotator's interval timer. */
+static const char *unsafe_here(void) {
   void *m;
 #if URSA_TSAN
-  return refuse("ThreadSanitizer runs signal handlers only from its own interceptors, where "
-                "switching threads is not safe");
+  return "ThreadSanitizer runs signal handlers only from its own interceptors, where "
+         "switching threads is not safe";
 #endif
   dl_iterate_phdr(find_exe, NULL);
-  if (nexe == 0) return refuse("the executable's code was not found");
+  if (nexe == 0) return "the executable's code was not found";
   if (ursa__text_lo != NULL && ursa__text_hi != NULL) {
     ursa_lo = (uintptr_t)ursa__text_lo;
     ursa_hi = (uintptr_t)ursa__text_hi;
   } else if (in_exe((uintptr_t)&ursa_init)) {
-    return refuse("ursa's code is inside the executable but its section ursa_text is missing");
+    return "ursa's code is inside the executable but its section ursa_text is missing";
   }
   m = dlsym(RTLD_DEFAULT, "malloc");
   if (m == NULL || in_exe((uintptr_t)m))
-    return refuse("malloc is linked into the executable (a static executable, or a sanitizer "
-                  "runtime linked statically), so libc's code cannot be told from the program's");
-  return 0;
+    return "malloc is linked into the executable (a static executable, or a sanitizer "
+           "runtime linked statically), so libc's code cannot be told from the program's";
+  return NULL;
+}
+
+int ursa__ts_check(void) {
+  const char *why = unsafe_here();
+  if (why == NULL) return 0;
+  fprintf(stderr, "ursa: URSA_MODEL=cp-ts is not available here: %s (cp-ic, pcm and cm are)\n", why);
+  return -ENOTSUP;
 }
 
 /* ---- the handler ------------------------------------------------------------------------------ */
@@ -276,4 +281,121 @@ void ursa__ts_vp_stop(struct ursa__vp *vp) {
 
 void ursa__ts_idle(struct ursa__vp *vp, int sleep) {
   if (sleep ? vp->pre_armed : !vp->pre_armed) arm(vp, !sleep);
+}
+
+/* ---- the rotator's interval timer (URSA_ROTATE_US) ----------------------------------------------
+ * Lesser Bear's LB3 runs the ring step from an interval timer as well as at every switch: a VP
+ * that runs a thread which never switches would otherwise never take the threads its backward
+ * neighbour passed on (its Waiver Queue has no other consumer), and they would wait there while
+ * other VPs sit idle.  With several VPs and rotate_us set, each VP has a second periodic timer on
+ * CLOCK_MONOTONIC, signal URSA__ROTATE_SIGNAL, aimed at its own kernel thread.  Its handler runs
+ * the step (ursa__pol_timer: take backward(i)'s Waiver Queue, pass a surplus forward, and all the
+ * ready threads when forward(i) has none; wake forward(i)) only at a safe point by the rules of cp-ts above (the running thread in the
+ * program's own code, not in ursa, libc or another library; preemption not disabled; on its own
+ * stack; the usual mask): there no structure of this VP is half-changed, and the step takes no
+ * lock that this kernel thread could hold.  Elsewhere the tick does nothing; the next one tries
+ * again.  It never switches the running thread.  An idle VP disarms it (it runs the step itself).
+ * Off by default: like any timer signal it ends some system calls early with EINTR (SA_RESTART
+ * restarts the others).  Refused, with a warning, where cp-ts is. */
+static struct sigaction rot_old;
+static int rot_installed;
+
+int ursa__rot_config(unsigned rotate_us, int given) {
+  const char *why;
+  ursa__g.rotate_ns = 0;
+  if (rotate_us == 0) return 0;
+  if (rotate_us < 100 || rotate_us > 10000000) {
+    if (given) return -EINVAL;
+    fprintf(stderr, "ursa: ignoring URSA_ROTATE_US=%u: not a number from 100 to 10000000\n", rotate_us);
+    return 0;
+  }
+  if (ursa__g.nvps < 2) return 0;                     /* one VP: no ring */
+  if ((why = unsafe_here()) != NULL) {
+    fprintf(stderr, "ursa: the rotator's interval timer (URSA_ROTATE_US) is off here: %s\n", why);
+    return given ? -ENOTSUP : 0;                     /* asked for in the config: an error */
+  }
+  ursa__g.rotate_ns = (uint64_t)rotate_us * 1000u;
+  return 0;
+}
+
+static void on_rotate(int sig, siginfo_t *si, void *ucv) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  int saved;
+  URSA_UNUSED(sig);
+  if (vp == NULL || !vp->rot_timer_on || si->si_code != SI_TIMER || vp->x == NULL ||
+      vp->cur == vp->x->idle || !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
+    return;
+  if (safe_point(vp->cur, ucv) != SAFE) return;     /* the next tick tries again */
+  saved = *vp->errno_p;
+  ursa__pol_timer(vp);
+  *vp->errno_p = saved;
+}
+
+int ursa__rot_install(void) {
+  struct sigaction sa;
+  if (ursa__g.rotate_ns == 0) return 0;
+  if (sigaction(URSA__ROTATE_SIGNAL, NULL, &rot_old) != 0) return -errno;
+  if (rot_old.sa_handler != SIG_DFL && rot_old.sa_handler != SIG_IGN) {
+    fprintf(stderr, "ursa: URSA_ROTATE_US needs signal SIGRTMIN+5 (%d), but the program handles it\n",
+            URSA__ROTATE_SIGNAL);
+    return -EBUSY;
+  }
+  if (!installed) {                                   /* safe_point's mask: cp-ts sets it too */
+    pthread_sigmask(SIG_BLOCK, NULL, &base_mask);
+    sigdelset(&base_mask, URSA__PREEMPT_SIGNAL);
+  }
+  sigdelset(&base_mask, URSA__ROTATE_SIGNAL);
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_rotate;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;              /* blocked in its own handler: no nesting */
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(URSA__ROTATE_SIGNAL, &sa, NULL) != 0) return -errno;
+  rot_installed = 1;
+  return 0;
+}
+
+void ursa__rot_uninstall(void) {
+  struct sigaction ign;
+  if (!rot_installed) return;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;                           /* discards a tick still pending */
+  sigaction(URSA__ROTATE_SIGNAL, &ign, NULL);
+  sigaction(URSA__ROTATE_SIGNAL, &rot_old, NULL);
+  rot_installed = 0;
+}
+
+static void rot_arm(struct ursa__vp *vp, bool on) {
+  struct itimerspec its;
+  memset(&its, 0, sizeof its);
+  if (on) {
+    its.it_value.tv_sec = its.it_interval.tv_sec = (time_t)(ursa__g.rotate_ns / 1000000000u);
+    its.it_value.tv_nsec = its.it_interval.tv_nsec = (long)(ursa__g.rotate_ns % 1000000000u);
+  }
+  timer_settime((timer_t)vp->rot_timer, 0, &its, NULL);
+  vp->rot_armed = on;
+}
+
+int ursa__rot_vp_start(struct ursa__vp *vp) {
+  struct sigevent sev;
+  timer_t tm;
+  if (ursa__g.rotate_ns == 0) return 0;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = URSA__ROTATE_SIGNAL;
+  sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  if (URSA__FAIL() || timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0) return -EAGAIN;
+  vp->rot_timer = (void *)tm;
+  vp->rot_timer_on = 1;
+  rot_arm(vp, true);
+  return 0;
+}
+
+void ursa__rot_vp_stop(struct ursa__vp *vp) {
+  if (!vp->rot_timer_on) return;
+  vp->rot_timer_on = 0;
+  timer_delete((timer_t)vp->rot_timer);
+}
+
+void ursa__rot_idle(struct ursa__vp *vp, int sleep) {
+  if (sleep ? vp->rot_armed : !vp->rot_armed) rot_arm(vp, !sleep);
 }

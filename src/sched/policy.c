@@ -141,7 +141,12 @@ static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
     t->in_extra = 0;
     return t;
   }
-  if (q->tail == q->head) return NULL;
+  if (q->tail == q->head) {                           /* the ring is empty: its one-slot head */
+    t = q->next;
+    if (t == NULL || t->pinned || t->region) return NULL;
+    q->next = NULL;
+    return t;
+  }
   t = q->buf[(q->tail - 1) & q->mask];
   if (t->pinned || t->region) return NULL;
   q->tail--;
@@ -198,6 +203,23 @@ static void rotate(struct ursa__vp *vp) {
   }
   /* Over capacity (threads created or woken here): pass on half the difference to forward(i). */
   if (len > ursa__pol_keep(vp) && fwd + 1 < len && pass_on(vp, len, (len - fwd) / 2)) passed = true;
+  if (passed) ursa__vp_kick(x->fwd);
+}
+
+/* The interval timer's step (URSA_ROTATE_US, src/model/preempt.c), run between two instructions of
+ * the VP's running thread at a safe point: the ring step, then, when forward(i) has nothing at
+ * all, every ready thread this VP keeps goes on to it too: the running thread has held this VP
+ * for at least a period, and the kept ones would wait behind it while forward(i) idles. */
+void ursa__pol_timer(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  struct ursa__thread *t;
+  bool passed = false;
+  if (ursa__pol_switch_needed(vp, ursa__pq_len(vp))) ursa__pol_switch(vp);
+  if (ursa__g.policy != URSA__POL_ROTATOR || fwd_threads(x) != 0) return;
+  while ((t = pq_take_surplus(vp)) != NULL) {
+    if (!ursa__wq_push(&x->wq, t)) { ursa__pq_push(vp, t); break; }   /* full: keep it */
+    passed = true;
+  }
   if (passed) ursa__vp_kick(x->fwd);
 }
 

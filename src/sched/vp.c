@@ -309,7 +309,7 @@ void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa_
 
 /* The policy's step outside a switch: ursa_create calls it, so a thread that creates many threads
  * without switching (a fork loop) still spreads them (Lesser Bear runs the step from an interval
- * timer too; ursa has no timer yet, see docs/ARCHITECTURE.md). */
+ * timer too: URSA_ROTATE_US, ursa__pol_timer). */
 void ursa__smp_balance(struct ursa__vp *vp) {
   if (ursa_unlikely(ursa__pol_switch_needed(vp, pq_len(vp)))) ursa__pol_switch(vp);
 }
@@ -677,11 +677,14 @@ static void *vp_main(void *arg) {
   if (ursa__g.model == URSA_MODEL_CP_TS && ursa__ts_vp_start(vp) != 0)
     fprintf(stderr, "ursa: cp-ts: VP %u has no timer (timer_create failed): its threads are not "
                     "time-sliced\n", vp->index);
+  if (ursa__rot_vp_start(vp) != 0)                    /* URSA_ROTATE_US: no-op when off */
+    fprintf(stderr, "ursa: URSA_ROTATE_US: VP %u has no interval timer (timer_create failed)\n", vp->index);
 #if URSA_TSAN
   x->idle->tsan_fiber = __tsan_get_current_fiber();
 #endif
   __atomic_store_n(ursa__ctx_oncpu(&x->idle->ctx), 1, __ATOMIC_RELAXED);
   idle_loop(vp);
+  ursa__rot_vp_stop(vp);
   ursa__ts_vp_stop(vp);
   ursa__reap(vp);
   ursa__altstack_teardown(x->altstack);
