@@ -219,34 +219,60 @@ static void on_tick(int sig, siginfo_t *si, void *ucv) {
 
 /* ---- setup ------------------------------------------------------------------------------------ */
 
-int ursa__ts_install(void) {
+/* Puts fn on signo (SA_RESTART; signo is blocked while fn runs, so ticks never nest), keeping
+ * the program's action in *old.  -EBUSY with a message when the program handles signo itself. */
+static int handler_set(int signo, const char *who, void (*fn)(int, siginfo_t *, void *), struct sigaction *old) {
   struct sigaction sa;
-  if (sigaction(URSA__PREEMPT_SIGNAL, NULL, &old_action) != 0) return -errno;
-  if (old_action.sa_handler != SIG_DFL && old_action.sa_handler != SIG_IGN) {
-    fprintf(stderr, "ursa: cp-ts needs signal SIGRTMIN+4 (%d), but the program handles it\n",
-            URSA__PREEMPT_SIGNAL);
+  if (sigaction(signo, NULL, old) != 0) return -errno;
+  if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+    fprintf(stderr, "ursa: %s needs signal SIGRTMIN+%d (%d), but the program handles it\n", who,
+            signo - SIGRTMIN, signo);
     return -EBUSY;
   }
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = fn;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  return sigaction(signo, &sa, NULL) != 0 ? -errno : 0;
+}
+
+/* Gives signo back to the program's action, discarding a tick still pending. */
+static void handler_restore(int signo, const struct sigaction *old) {
+  struct sigaction ign;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(signo, &ign, NULL);
+  sigaction(signo, old, NULL);
+}
+
+/* A CLOCK_MONOTONIC timer that sends signo to the calling kernel thread alone. */
+static int thread_timer(int signo, void **out) {
+  struct sigevent sev;
+  timer_t tm;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = signo;
+  sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  if (URSA__FAIL() || timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0) return -EAGAIN;
+  *out = (void *)tm;
+  return 0;
+}
+
+int ursa__ts_install(void) {
+  int err;
   pthread_sigmask(SIG_BLOCK, NULL, &base_mask);
   sigdelset(&base_mask, URSA__PREEMPT_SIGNAL);
+  sigdelset(&base_mask, URSA__ROTATE_SIGNAL);
   sigemptyset(&tick_set);
   sigaddset(&tick_set, URSA__PREEMPT_SIGNAL);
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = on_tick;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;              /* the tick is blocked in its handler */
-  sigemptyset(&sa.sa_mask);
-  if (sigaction(URSA__PREEMPT_SIGNAL, &sa, NULL) != 0) return -errno;
+  if ((err = handler_set(URSA__PREEMPT_SIGNAL, "cp-ts", on_tick, &old_action)) != 0) return err;
   installed = 1;
   return 0;
 }
 
 void ursa__ts_uninstall(void) {
-  struct sigaction ign;
   if (!installed) return;
-  memset(&ign, 0, sizeof ign);
-  ign.sa_handler = SIG_IGN;                   /* discards a tick still pending */
-  sigaction(URSA__PREEMPT_SIGNAL, &ign, NULL);
-  sigaction(URSA__PREEMPT_SIGNAL, &old_action, NULL);
+  handler_restore(URSA__PREEMPT_SIGNAL, &old_action);
   installed = 0;
 }
 
@@ -258,14 +284,8 @@ static void arm(struct ursa__vp *vp, bool on) {
 }
 
 int ursa__ts_vp_start(struct ursa__vp *vp) {
-  struct sigevent sev;
-  timer_t tm;
-  memset(&sev, 0, sizeof sev);
-  sev.sigev_notify = SIGEV_THREAD_ID;
-  sev.sigev_signo = URSA__PREEMPT_SIGNAL;
-  sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-  if (URSA__FAIL() || timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0) return -EAGAIN;
-  vp->pre_timer = (void *)tm;
+  int err = thread_timer(URSA__PREEMPT_SIGNAL, &vp->pre_timer);
+  if (err != 0) return err;
   vp->pre_sw = vp->stats.switches;
   vp->pre_timer_on = 1;
   arm(vp, true);
@@ -332,35 +352,21 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
 }
 
 int ursa__rot_install(void) {
-  struct sigaction sa;
+  int err;
   if (ursa__g.rotate_ns == 0) return 0;
-  if (sigaction(URSA__ROTATE_SIGNAL, NULL, &rot_old) != 0) return -errno;
-  if (rot_old.sa_handler != SIG_DFL && rot_old.sa_handler != SIG_IGN) {
-    fprintf(stderr, "ursa: URSA_ROTATE_US needs signal SIGRTMIN+5 (%d), but the program handles it\n",
-            URSA__ROTATE_SIGNAL);
-    return -EBUSY;
-  }
   if (!installed) {                                   /* safe_point's mask: cp-ts sets it too */
     pthread_sigmask(SIG_BLOCK, NULL, &base_mask);
     sigdelset(&base_mask, URSA__PREEMPT_SIGNAL);
+    sigdelset(&base_mask, URSA__ROTATE_SIGNAL);
   }
-  sigdelset(&base_mask, URSA__ROTATE_SIGNAL);
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = on_rotate;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;              /* blocked in its own handler: no nesting */
-  sigemptyset(&sa.sa_mask);
-  if (sigaction(URSA__ROTATE_SIGNAL, &sa, NULL) != 0) return -errno;
+  if ((err = handler_set(URSA__ROTATE_SIGNAL, "URSA_ROTATE_US", on_rotate, &rot_old)) != 0) return err;
   rot_installed = 1;
   return 0;
 }
 
 void ursa__rot_uninstall(void) {
-  struct sigaction ign;
   if (!rot_installed) return;
-  memset(&ign, 0, sizeof ign);
-  ign.sa_handler = SIG_IGN;                           /* discards a tick still pending */
-  sigaction(URSA__ROTATE_SIGNAL, &ign, NULL);
-  sigaction(URSA__ROTATE_SIGNAL, &rot_old, NULL);
+  handler_restore(URSA__ROTATE_SIGNAL, &rot_old);
   rot_installed = 0;
 }
 
@@ -376,15 +382,9 @@ static void rot_arm(struct ursa__vp *vp, bool on) {
 }
 
 int ursa__rot_vp_start(struct ursa__vp *vp) {
-  struct sigevent sev;
-  timer_t tm;
+  int err;
   if (ursa__g.rotate_ns == 0) return 0;
-  memset(&sev, 0, sizeof sev);
-  sev.sigev_notify = SIGEV_THREAD_ID;
-  sev.sigev_signo = URSA__ROTATE_SIGNAL;
-  sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-  if (URSA__FAIL() || timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0) return -EAGAIN;
-  vp->rot_timer = (void *)tm;
+  if ((err = thread_timer(URSA__ROTATE_SIGNAL, &vp->rot_timer)) != 0) return err;
   vp->rot_timer_on = 1;
   rot_arm(vp, true);
   return 0;
