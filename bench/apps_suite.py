@@ -38,14 +38,18 @@ bench); full: work 100, 1,000, ... 1,000,000, JI 128x8, 256x2, 512x8, MM 512, TS
 every point, then run 2, ...), so a noisy minute spreads over all of them; medians with min-max.
 
 Usage: python3 bench/apps_suite.py --build <build dir> [--quick | --full] [--runs N]
-                                   [--results DIR] [--only dp,rw,...] [--no-sweeps]
+                                   [--results DIR] [--json PATH] [--only dp,rw,...] [--no-sweeps]
+Writes results/apps-<UTC stamp>.json (or --json PATH: machine, command, every run with its answer
+and counters, the findings with their ids, and this Markdown) and results/apps-latest.md; prints
+the Markdown on stdout and progress (runs done, round, elapsed, time left) on stderr.  Exit status:
+0 when every run answered right (a finding that does not hold included), 1 when a run failed,
+answered wrong or disagreed with the other models, 2 on a usage error, 130 when interrupted.
 The driver (bench/run.py) may call run(build_dir, quick, runs, results_dir) -> (ok, markdown).
 Python 3 standard library only.
 """
 
 import argparse
 import datetime
-import json
 import math
 import os
 import platform
@@ -54,6 +58,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from suite_common import fmt_time, machine_info, md_table, ncpus, phase_label, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -154,13 +160,6 @@ IMPLS = {
 }
 IMPL_HEAD = {"ic": "cp-ic", "ts": "cp-ts", "cpg": "CPonGreen (CP on cm)", "cpp": "CP code on pcm",
              "nat": "native", "cm": "CM", "cmn": "CM named", "pcm": "PCM", "dp1": "DP1", "dp2": "DP2"}
-
-
-def ncpus():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def clamp(v, lo, hi):
@@ -351,6 +350,8 @@ class Progress:
         self.total_runs = len(plan.points) * plan.runs
         self.done_runs = 0
         self.tty = sys.stderr.isatty()
+        self.phase = phase_label()      # "bench 4/5 |" under make bench
+        self.shown = None               # not a terminal: when the last line was written
 
     def eta(self, plan, round_no):
         left = 0.0
@@ -371,10 +372,13 @@ class Progress:
         el = time.monotonic() - self.t0
         left = self.eta(plan, round_no)
         line = (f"[apps {self.done_runs}/{self.total_runs} runs, round {round_no}/{plan.runs}] {msg} "
-                f"| {el // 60:.0f}:{el % 60:02.0f} elapsed, ~{left // 60:.0f}:{left % 60:02.0f} left")
+                f"| {fmt_time(el)} elapsed, ~{fmt_time(left)} left")
+        if self.phase:
+            line = f"{self.phase} {line}"
         if self.tty:
             sys.stderr.write("\r\033[K" + line[:200])
-        else:
+        elif self.shown is None or time.monotonic() - self.shown >= 10:   # a log: a line every 10 s
+            self.shown = time.monotonic()
             sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
@@ -577,12 +581,6 @@ def tsp_nodes_note(plan, vps):
             "search larger.") if parts else ""
 
 
-def md_table(head, rows):
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
-
-
 def row_name(app, row):
     if app in ("dp", "pc", "rw", "pc2"):
         return f"{row:,}"
@@ -765,6 +763,26 @@ def counters_table(plan):
             app = "pc 2P2C1S"
         rows.append([app, str(p.vps), row_name(p.app, p.row), IMPL_HEAD[p.impl], fs(p.median())] + c)
     return md_table(head, rows)
+
+
+# Ids of the findings that issue #5's acceptance names (bench/report.py looks them up): the first
+# pattern that matches the start of a finding's text gives its id.
+FINDING_IDS = [
+    (r"DP, 1 VP: CM beats CP at small work", "dp-cm-beats-cp-small-work"),
+    (r"RW, 1 VP: CM beats CP", "rw-cm-beats-cp"),
+    (r"PC 1P1C1S, 1 VP: CM and CP within", "pc-cm-close-to-cp"),
+    (r"JI, 1 VP: CM/CP close to 100%", "ji-cm-close-to-cp"),
+    (r"JI, \d+ VPs: PCM .* beats CP", "ji-pcm-beats-cp"),
+    (r"DP, \d+ VPs: PCM DP1 beats CP", "dp-pcm-dp1-beats-cp"),
+    (r"PC 2P2C1S, CM: named yield", "pc-named-yield"),
+]
+
+
+def finding_id(text):
+    for pattern, fid in FINDING_IDS:
+        if re.match(pattern, text):
+            return fid
+    return None
 
 
 def findings(plan):
@@ -1080,10 +1098,10 @@ def build_type(build_dir):
     return None
 
 
-def run(build_dir, quick=True, runs=None, results_dir=None, only=None, sweeps=True):
+def run(build_dir, quick=True, runs=None, results_dir=None, only=None, sweeps=True, json_path=None):
     """Runs the matrix (quick: make bench's sizes; quick=False: the papers' full sizes) with `runs`
-    runs per point (default 5), writes <results_dir>/apps-<UTC stamp>.json and apps-latest.md
-    (results_dir default: results/ at the repository root), shows progress on stderr.
+    runs per point (default 5), writes <results_dir>/apps-<UTC stamp>.json (or json_path) and
+    apps-latest.md (results_dir default: results/ at the repository root), shows progress on stderr.
     only: a list of applications to run (default all); sweeps=False leaves out Tables XIV-XXI.
     Returns (ok, markdown): ok is False when a run failed, answered wrong, or disagreed with the
     other models' answer (a refused model is reported, not a failure)."""
@@ -1115,22 +1133,24 @@ def run(build_dir, quick=True, runs=None, results_dir=None, only=None, sweeps=Tr
     stamp = t_start.strftime("%Y%m%dT%H%M%SZ")
     doc = {"suite": "apps", "issue": 5, "started": t_start.isoformat(), "finished": t_end.isoformat(),
            "seconds": (t_end - t_start).total_seconds(), "command": sys.argv, "machine": machine(),
+           "machine_info": machine_info(), "markdown": md,
            "loadavg_start": load0, "other_processes_cpu_share": other,
            "git_commit": git_commit(), "build_dir": build_dir, "build_type": bt, "mode": mode, "runs": runs,
            "ok": ok, "cross_check_problems": problems, "table_xxii": xxii,
-           "findings": [{"holds": c, "text": t, "numbers": nums} for c, t, nums in findings(plan)],
+           "findings": [{"id": finding_id(t), "holds": c, "text": t, "numbers": nums}
+                        for c, t, nums in findings(plan)],
            "points": [{"app": p.app, "impl": p.impl, "impl_name": IMPLS[p.impl][2], "vps": p.vps, "row": p.row,
                        "sweep": list(p.sweep) if p.sweep else None, "program": p.program, "args": p.args,
                        "env": p.env, "cpus": p.cpus, "status": p.status, "reason": p.reason,
                        "median": p.median(), "min": min(p.samples) if p.samples else None,
                        "max": max(p.samples) if p.samples else None, "samples": p.samples, "runs": p.runs}
                       for p in plan.points]}
-    with open(os.path.join(results_dir, f"apps-{stamp}.json"), "w") as f:
-        json.dump(doc, f, indent=1)
+    json_path = json_path or os.path.join(results_dir, f"apps-{stamp}.json")
+    write_json(json_path, doc)
     with open(os.path.join(results_dir, "apps-latest.md"), "w") as f:
         f.write(md)
     progress.note(f"apps: {'OK' if ok else 'FAILED'} in {(t_end - t_start).total_seconds():.0f} s; wrote "
-                  f"{os.path.join(results_dir, f'apps-{stamp}.json')} and apps-latest.md")
+                  f"{os.path.relpath(json_path)} and apps-latest.md")
     return ok, md
 
 
@@ -1144,6 +1164,7 @@ def main():
     ap.add_argument("--results", help="where to write the reports (default: results/ at the repository root)")
     ap.add_argument("--only", help="comma-separated applications: dp,pc,rw,ji,mm,tsp")
     ap.add_argument("--no-sweeps", action="store_true", help="leave out section 4.3's switch-count and quantum sweeps")
+    ap.add_argument("--json", help="the JSON report's path (default: <results>/apps-<UTC stamp>.json)")
     a = ap.parse_args()
     if a.runs is not None and a.runs < 1:
         ap.error("--runs must be at least 1")
@@ -1155,8 +1176,12 @@ def main():
             ap.error(f"unknown application(s): {', '.join(bad)}")
     if not os.path.isdir(a.build):
         ap.error(f"{a.build} is not a directory")
-    ok, md = run(a.build, quick=not a.full, runs=a.runs, results_dir=a.results, only=only,
-                 sweeps=not a.no_sweeps)
+    try:
+        ok, md = run(a.build, quick=not a.full, runs=a.runs, results_dir=a.results, only=only,
+                     sweeps=not a.no_sweeps, json_path=a.json)
+    except KeyboardInterrupt:
+        print("\napps_suite.py: interrupted", file=sys.stderr)
+        return 130
     sys.stdout.write(md)
     return 0 if ok else 1
 

@@ -3,6 +3,7 @@
 section 3.2): the same binaries under URSA_MODEL=cm|pcm|cp-ts|cp-ic on 1 VP and on N VPs.
 
     python3 bench/models_suite.py --build <builddir> [--quick | --full] [--runs N] [--results DIR]
+                                  [--json PATH]
 
   Table I/II   the simple loop (bench/models/model_loop.c: 4 threads, ursa_tick at the back-edge)
   Table III/IV the cost of synchronization: a P+V hand-off and a yield (model_sync.c)
@@ -11,16 +12,19 @@ section 3.2): the same binaries under URSA_MODEL=cm|pcm|cp-ts|cp-ic on 1 VP and 
 Every configuration runs --runs times (5; --quick: 3), interleaved round-robin so that drift of
 the machine hits every configuration alike; each figure is the median with its min-max.  The
 acceptance checks of issue #4 are printed as a table (they are a report: a missed target does not
-fail the run; a program that fails or answers wrong does).  Writes results/models-<UTC>.json and
-results/models-latest.md.  The quantum and switch-count sweeps (Tables XIV-XXI) need DP and RW
-and live in bench/apps_suite.py.
+fail the run; a program that fails or answers wrong does).  Writes results/models-<UTC>.json (or
+--json PATH; it holds every sample and this Markdown) and results/models-latest.md.  Progress
+(run k of n, elapsed, time left) goes to stderr, the tables to stdout.  The quantum and
+switch-count sweeps (Tables XIV-XXI) need DP and RW and live in bench/apps_suite.py.
+
+Exit status: 0 when every run succeeded (a missed target included), 1 when a run failed, 2 on a
+usage error, 130 when interrupted.
 
 Python 3 standard library only.
 """
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import re
@@ -28,6 +32,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from suite_common import fmt_time, git_info, machine_info, ncpus, phase_label, write_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULT_RE = re.compile(r"^RESULT bench=(\S+) impl=(\S+) value=(\S+) unit=(\S+)")
@@ -39,13 +45,6 @@ PAPER = {
     ("sync", 1): {"cp-ic": 0.45, "cp-ts": 3.82, "cm": 0.37},
     ("sync", 2): {"cp-ic": 1.54, "cp-ts": 5.19, "pcm": 1.14},
 }
-
-
-def ncpus():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def fmt(v):
@@ -79,8 +78,10 @@ def plan(mode, nvps):
     return jobs
 
 
-def run(build_dir, mode="default", runs=None, results_dir=None, progress=sys.stderr, write=True):
-    """Runs the section; returns (ok, markdown, data)."""
+def run(build_dir, mode="default", runs=None, results_dir=None, progress=sys.stderr, write=True,
+        json_path=None):
+    """Runs the section; returns (ok, markdown, data).  Writes <results_dir>/models-<UTC>.json (or
+    json_path) and models-latest.md unless write is False."""
     runs = runs or (3 if mode == "quick" else 5)
     nvps = max(2, ncpus()) if ncpus() > 1 else 1
     bench_dir = os.path.join(build_dir, "bench")
@@ -91,6 +92,8 @@ def run(build_dir, mode="default", runs=None, results_dir=None, progress=sys.std
     total = len(jobs) * runs
     done = 0
     t_start = time.time()
+    phase = phase_label()
+    tty = getattr(progress, "isatty", lambda: False)()
     for r in range(runs):
         for prog, args, env in jobs:
             exe = os.path.join(bench_dir, prog)
@@ -119,9 +122,15 @@ def run(build_dir, mode="default", runs=None, results_dir=None, progress=sys.std
             done += 1
             el = time.time() - t_start
             left = el / done * (total - done) if done else 0
-            progress.write("\r  models: %3d/%d  %-52s  %3.0f s left " % (done, total, label[:52], left))
+            line = "%smodels: %3d/%d runs, round %d/%d  %-52s  elapsed %s  left ~%s" % (
+                phase + " " if phase else "", done, total, r + 1, runs, label[:52], fmt_time(el), fmt_time(left))
+            if tty:
+                progress.write("\r\033[K" + line)
+            elif done % len(jobs) == 0 or done == 1:    # not a terminal: one line per round
+                progress.write(line + "\n")
             progress.flush()
-    progress.write("\n")
+    if tty:
+        progress.write("\n")
 
     def med(bench, impl):
         v = samples.get((bench, impl))
@@ -210,8 +219,11 @@ def run(build_dir, mode="default", runs=None, results_dir=None, progress=sys.std
     data = {
         "section": "models",
         "utc": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {"node": platform.node(), "cpus": ncpus(), "platform": platform.platform()},
-        "mode": mode, "runs": runs, "vps": nvps,
+        "command": " ".join([os.path.relpath(sys.argv[0], os.getcwd())] + sys.argv[1:]),
+        "seconds": round(time.time() - t_start, 1),
+        "machine": dict(machine_info(), cpus=ncpus(), platform=platform.platform()),
+        "git": git_info(), "build_dir": os.path.abspath(build_dir),
+        "mode": mode, "runs": runs, "vps": nvps, "markdown": text,
         "samples": [{"bench": b, "impl": i, "unit": units[(b, i)], "values": v} for (b, i), v in sorted(samples.items())],
         "checks": checks, "failures": failures,
     }
@@ -219,10 +231,13 @@ def run(build_dir, mode="default", runs=None, results_dir=None, progress=sys.std
         rd = results_dir or os.path.join(REPO, "results")
         os.makedirs(rd, exist_ok=True)
         stamp = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
-        with open(os.path.join(rd, "models-%s.json" % stamp), "w") as f:
-            json.dump(data, f, indent=1)
+        json_path = json_path or os.path.join(rd, "models-%s.json" % stamp)
+        write_json(json_path, data)
         with open(os.path.join(rd, "models-latest.md"), "w") as f:
             f.write(text)
+        progress.write("models: %s in %s; wrote %s and models-latest.md\n" % (
+            "OK" if not failures else "FAILED (%d runs)" % len(failures), fmt_time(data["seconds"]),
+            os.path.relpath(json_path)))
     return not failures, text, data
 
 
@@ -233,10 +248,17 @@ def main():
     g.add_argument("--quick", action="store_true")
     g.add_argument("--full", action="store_true")
     ap.add_argument("--runs", type=int)
-    ap.add_argument("--results")
+    ap.add_argument("--results", help="where the reports go (default: results/ at the repository root)")
+    ap.add_argument("--json", help="the JSON report's path (default: <results>/models-<UTC>.json)")
     a = ap.parse_args()
-    mode = "quick" if a.quick else "full" if a.full or os.environ.get("FULL") else "default"
-    ok, text, _ = run(a.build, mode, a.runs, a.results)
+    if a.runs is not None and a.runs < 1:
+        ap.error("--runs must be at least 1")
+    mode = "quick" if a.quick else "full" if a.full or os.environ.get("FULL", "") not in ("", "0") else "default"
+    try:
+        ok, text, _ = run(a.build, mode, a.runs, a.results, json_path=a.json)
+    except KeyboardInterrupt:
+        print("\nmodels_suite.py: interrupted", file=sys.stderr)
+        sys.exit(130)
     print(text)
     sys.exit(0 if ok else 1)
 

@@ -2,21 +2,23 @@
 """run.py - the driver of ursa's micro-benchmarks (run by `make bench`).
 
     python3 bench/run.py --build <builddir> [--runs 5] [--quick | --full] [--no-smp | --smp-only]
-                         [--results <dir>]
+                         [--results <dir>] [--json <path>]
 
 Runs every benchmark program of <builddir>/bench (built from bench/CMakeLists.txt): one warm-up
-run, whose result is discarded, then --runs timed runs (the 1M-thread RSS run is capped at 3).
+run, whose result is discarded, then --runs timed runs (the 1M-thread RSS and 10M stackless-thread
+runs are capped at 5).
 Each program measures itself and prints one line
 
     RESULT bench=<name> impl=<impl> value=<float> unit=<unit> [answer=<n>] [n=<iterations>]
 
 The driver checks every run (exit status, a RESULT line of the expected bench, impl and unit, the
 thread-ring answer), shows progress on stderr, prints a table of medians and the acceptance
-ratios, and writes results/micro-<UTC timestamp>.json and results/micro-latest.md at the
-repository root.
+ratios, and writes results/micro-<UTC timestamp>.json (or --json <path>; it holds the machine,
+every sample and the Markdown tables) and results/micro-latest.md at the repository root.
 
 Exit status: 0 when every program ran and answered correctly, even if a performance target is
-missed (the ratios are a report); 1 when a program failed or answered wrong; 2 on a usage error.
+missed (the ratios are a report); 1 when a program failed or answered wrong; 2 on a usage error;
+130 when interrupted.
 A peer whose binary is absent (Boost.Context not found at configure time, say) is reported as
 "missing (<reason>)", never silently dropped.
 
@@ -43,7 +45,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import shlex
 import statistics
@@ -53,6 +54,8 @@ import tempfile
 import time
 
 import smp_suite           # the SMP section (issue #3), bench/smp_suite.py
+from suite_common import (first_line, fmt_time, git_info, machine_info, md_table, phase_label,
+                          write_json)
 from smp_suite import fmt as fmt_value   # one number format for both sections
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,7 +64,8 @@ NCPU = smp_suite.ncpus()    # the CPUs this process may use: the Go peers' secon
 GO_PROCS = sorted({1, NCPU})                                  # GOMAXPROCS values, impl go<P>
 GO_ENV_DROP = ("GOMAXPROCS", "GOGC", "GODEBUG", "GOMEMLIMIT")  # the Go runtime runs with its defaults
 RUN_TIMEOUT = 300           # seconds one run may take before it counts as failed
-RSS_1M_MAX_RUNS = 3         # the 1M-thread RSS run: ~12 s each, and its figure barely varies
+RSS_1M_MAX_RUNS = 5         # runs of the big runs (1M-thread RSS, 10M stackless threads: 4-12 s each; their
+                            # figures barely vary, but every figure of the report is a median of 5)
 
 
 class Bench:
@@ -199,6 +203,17 @@ SUITE = [
           "Pth thread waiting on a condition, 16 KiB stacks (start-up is quadratic in K)"),
     Bench("pt-bytes", "ursa-pt", "pt_ring", "bytes/thread", RING, RING, 0.01,
           "sizeof(struct ursa_pt): a stackless thread's whole state", args=("bytes",)),
+    Bench("pts-ring", "ursa-pts", "pt_sched_ring", "ns/pass", 10_000_000, 1_000_000, 0.15,
+          "503 stackless threads scheduled by ursa (ursa/pt_sched.h), 1 VP, semaphore each",
+          ring=True, answer=361, args=("ring",)),
+    Bench("pts-bytes", "ursa-pts", "pt_sched_ring", "bytes/thread", RING, RING, 0.01,
+          "sizeof(struct ursa_pts): a scheduled stackless thread's whole state", args=("bytes",)),
+    Bench("pts-live-K", "ursa-pts", "pt_sched_ring", "bytes/thread", 10_000_000, 10_000_000, 4.0,
+          "RSS growth per live scheduled stackless thread (all waiting on one semaphore)",
+          args=("live",), max_runs=RSS_1M_MAX_RUNS),
+    Bench("pts-live-time-K", "ursa-pts", "pt_sched_ring", "ns/thread", 10_000_000, 10_000_000, 4.0,
+          "10M stackless threads: spawn, run to a wait, post, join (per thread)",
+          args=("live-time",), max_runs=RSS_1M_MAX_RUNS),
     Bench(f"radix-2^{RADIX_R}", "ursa-1vp", "radix_sort", "ms", 22, 20, 0.25,
           "ursa, 1 VP, 2^8 threads created + joined per phase (radix_sort.c)", args=("ursa", 1, RADIX_R),
           counts=False),
@@ -235,6 +250,14 @@ TARGETS = [
      ("rss-blocked-100k", "ursa"), None, "<=", 4.5),
     ("ursa KiB per blocked thread, 1M threads",
      ("rss-blocked-1M", "ursa"), None, "<=", 4.5),
+    ("ursa-scheduled stackless ring / hand-written optimum visit order",
+     ("pts-ring", "ursa-pts"), ("pt-ring-optimum", "ursa-pt"), "<=", 2),
+    ("hand-written pessimum visit order / ursa-scheduled stackless ring",
+     ("pt-ring-pessimum", "ursa-pt"), ("pts-ring", "ursa-pts"), ">=", 100),
+    ("bytes per scheduled stackless thread (sizeof)",
+     ("pts-bytes", "ursa-pts"), None, "<=", 64),
+    ("bytes of RSS per live stackless thread, 10M threads",
+     ("pts-live-10M", "ursa-pts"), None, "<=", 64),
 ]
 
 # "ursa against the best peer": per benchmark, ursa's entry and its peers' (bench, impl); every
@@ -273,11 +296,6 @@ RESULT_RE = re.compile(r"^RESULT((?: [a-z_]+=\S+)+)\s*$")
 
 # ---- helpers ----------------------------------------------------------------------------------
 
-def fmt_time(seconds):
-    seconds = max(0, int(round(seconds)))
-    return f"{seconds // 60}:{seconds % 60:02d}"
-
-
 def cpu_busy(seconds=0.5):
     """The share (0..1) of all CPUs' time spent busy over `seconds`, from /proc/stat; None when
     unknown.  Taken before and after the run: other work on the machine makes the figures noisy."""
@@ -297,16 +315,6 @@ def cpu_busy(seconds=0.5):
 
 def fmt_busy(busy):
     return "?" if busy is None else f"{busy:.0%}"
-
-
-def first_line(cmd):
-    """The first line of a command's output, or None when it cannot run."""
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = (out.stdout or out.stderr).strip()
-    return text.splitlines()[0] if out.returncode == 0 and text else None
 
 
 def parse_result(stdout):
@@ -331,6 +339,7 @@ class Progress:
         self.done_est = 0.0          # a priori estimate of the runs finished so far
         self.done_real = 0.0         # ... and what they really took
         self.width = 0
+        self.phase = phase_label()   # "bench 2/5 |" under make bench
 
     def left(self, running_est=0.0, running_for=0.0):
         scale = self.done_real / self.done_est if self.done_est > 0 else 1.0
@@ -341,6 +350,8 @@ class Progress:
     def show(self, text, fresh, running_est=0.0, running_for=0.0):
         elapsed = time.monotonic() - self.start
         line = f"{text}  elapsed {fmt_time(elapsed)}  left ~{fmt_time(self.left(running_est, running_for))}"
+        if self.phase:
+            line = f"{self.phase} {line}"
         if self.tty:
             pad = max(0, self.width - len(line))
             sys.stderr.write("\r" + line + " " * pad)
@@ -656,38 +667,6 @@ def text_table(head, rows):
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def md_table(head, rows):
-    esc = lambda s: str(s).replace("|", "\\|")
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
-
-
-def machine_info():
-    cpu = None
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem_kib = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    mem_kib = int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    u = platform.uname()
-    return {"uname": first_line(["uname", "-a"]) or " ".join(u),
-            "cpu_model": cpu, "nproc": os.cpu_count(),
-            "nproc_available": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-            "kernel": u.release, "machine": u.machine, "mem_total_kib": mem_kib}
-
-
 def boost_version(config):
     if config.get("boost_version"):
         return config["boost_version"]
@@ -697,19 +676,6 @@ def boost_version(config):
             return m.group(1).replace("_", ".") + " (header, not used by the build)" if m else None
     except OSError:
         return None
-
-
-def git_info():
-    commit = first_line(["git", "-C", REPO, "rev-parse", "HEAD"])
-    dirty = None
-    if commit:
-        try:
-            out = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
-                                 capture_output=True, text=True, timeout=20)
-            dirty = bool(out.stdout.strip()) if out.returncode == 0 else None
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return {"commit": commit, "dirty": dirty}
 
 
 def smp_mode(args):
@@ -737,6 +703,9 @@ def main():
     which.add_argument("--smp-only", action="store_true", help="run only the SMP section (issue #3)")
     ap.add_argument("--results", default=os.path.join(REPO, "results"),
                     help="where the JSON and Markdown reports go (default: results/ at the repository root)")
+    ap.add_argument("--json", default=None,
+                    help="the JSON report's path (default: <results>/micro-<UTC timestamp>.json); "
+                         "make bench names it after its run so that bench/report.py reads this run's")
     args = ap.parse_args()
     if args.quick and args.full:
         ap.error("--quick and --full exclude each other")
@@ -868,42 +837,43 @@ def main():
     }
     results = os.path.abspath(args.results)
     os.makedirs(results, exist_ok=True)
-    json_path = os.path.join(results, f"micro-{stamp.strftime('%Y%m%dT%H%M%SZ')}.json")
-    with open(json_path, "w") as f:
-        json.dump(report, f, indent=2)
-        f.write("\n")
+    json_path = (os.path.abspath(args.json) if args.json else
+                 os.path.join(results, f"micro-{stamp.strftime('%Y%m%dT%H%M%SZ')}.json"))
     md_path = os.path.join(results, "micro-latest.md")
+    g = report["git"]
+    md = [f"# ursa micro-benchmarks ({report['timestamp_utc']})\n",
+          f"- command: `{report['command']}`",
+          f"- mode: {mode}, 1 warm-up + {args.runs} timed runs per benchmark "
+          f"(1M-thread RSS: at most {RSS_1M_MAX_RUNS}), wall time {fmt_time(wall)}",
+          f"- machine: {machine['cpu_model']}, {machine['nproc']} CPUs, kernel {machine['kernel']}; "
+          f"CPUs {fmt_busy(busy_start)} busy before the run, {fmt_busy(busy_end)} after",
+          f"- compilers: {report['compilers']['cc']}; {report['compilers']['cxx']}; "
+          f"Boost {report['boost_version'] or 'not found'}; "
+          f"Go {config.get('go_version') or 'not found'}; "
+          f"GNU Pth {config.get('pth_version') or 'not found'}",
+          f"- git: {g['commit'] or 'unknown'}{' (dirty tree)' if g['dirty'] else ''}",
+          f"- raw samples: `{os.path.relpath(json_path, REPO)}`\n"]
+    if run_micro:
+        md += [md_table(TABLE_HEAD, rows) + "\n",
+               "## Acceptance targets" + (" (--quick: indicative only)" if args.quick else "") + "\n",
+               md_table(TARGET_HEAD, trows) + "\n",
+               "## ursa against the best peer" + (" (--quick: indicative only)" if args.quick else "") + "\n",
+               "Medians; every figure is lower-is-better; ursa / best < 1: ursa is better.\n",
+               md_table(COMPARE_HEAD, crows_peer)]
+    if run_smp:
+        md += [f"\n## SMP (issue #3): {n} VPs, {smp_settings['mode']} sizes\n",
+               md_table(TABLE_HEAD, srows) + "\n",
+               "### SMP acceptance checks" + (" (--quick: indicative only)" if args.quick else "") + "\n",
+               md_table(smp_suite.CHECK_HEAD, crows) + "\n",
+               f"### Idle time per VP, radix sort with ursa at {n} VPs (medians)\n",
+               "*asleep* is the wall time minus the time the VP's kernel thread was on a CPU or waiting for "
+               "one (`/proc/self/task/<tid>/schedstat`): measured from outside ursa, beside its own "
+               "`ursa_stats_vp().idle_ns`.\n",
+               md_table(smp_suite.VP_HEAD, vrows) if vrows else "(no VPSTAT lines)"]
+    report["markdown"] = "\n".join(md) + "\n"     # bench/report.py embeds this run's tables
+    write_json(json_path, report, indent=2)
     with open(md_path, "w") as f:
-        g = report["git"]
-        f.write(f"# ursa micro-benchmarks ({report['timestamp_utc']})\n\n")
-        f.write(f"- command: `{report['command']}`\n")
-        f.write(f"- mode: {mode}, 1 warm-up + {args.runs} timed runs per benchmark "
-                f"(1M-thread RSS: at most {RSS_1M_MAX_RUNS}), wall time {fmt_time(wall)}\n")
-        f.write(f"- machine: {machine['cpu_model']}, {machine['nproc']} CPUs, kernel {machine['kernel']}; "
-                f"CPUs {fmt_busy(busy_start)} busy before the run, {fmt_busy(busy_end)} after\n")
-        f.write(f"- compilers: {report['compilers']['cc']}; {report['compilers']['cxx']}; "
-                f"Boost {report['boost_version'] or 'not found'}; "
-                f"Go {config.get('go_version') or 'not found'}; "
-                f"GNU Pth {config.get('pth_version') or 'not found'}\n")
-        f.write(f"- git: {g['commit'] or 'unknown'}{' (dirty tree)' if g['dirty'] else ''}\n")
-        f.write(f"- raw samples: `{os.path.relpath(json_path, REPO)}`\n\n")
-        if run_micro:
-            f.write(md_table(TABLE_HEAD, rows) + "\n\n")
-            f.write("## Acceptance targets" + (" (--quick: indicative only)" if args.quick else "") + "\n\n")
-            f.write(md_table(TARGET_HEAD, trows) + "\n")
-            f.write("\n## ursa against the best peer" + (" (--quick: indicative only)" if args.quick else "")
-                    + "\n\nMedians; every figure is lower-is-better; ursa / best < 1: ursa is better.\n\n")
-            f.write(md_table(COMPARE_HEAD, crows_peer) + "\n")
-        if run_smp:
-            f.write(f"\n## SMP (issue #3): {n} VPs, {smp_settings['mode']} sizes\n\n")
-            f.write(md_table(TABLE_HEAD, srows) + "\n\n")
-            f.write("### SMP acceptance checks" + (" (--quick: indicative only)" if args.quick else "") + "\n\n")
-            f.write(md_table(smp_suite.CHECK_HEAD, crows) + "\n\n")
-            f.write(f"### Idle time per VP, radix sort with ursa at {n} VPs (medians)\n\n")
-            f.write("*asleep* is the wall time minus the time the VP's kernel thread was on a CPU or waiting for "
-                    "one (`/proc/self/task/<tid>/schedstat`): measured from outside ursa, beside its own "
-                    "`ursa_stats_vp().idle_ns`.\n\n")
-            f.write((md_table(smp_suite.VP_HEAD, vrows) if vrows else "(no VPSTAT lines)") + "\n")
+        f.write(report["markdown"])
     print()
     print(f"results: {os.path.relpath(json_path)}, {os.path.relpath(md_path)}")
     if failures:

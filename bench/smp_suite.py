@@ -23,6 +23,8 @@ import os
 import re
 import statistics
 
+from suite_common import ncpus   # run.py calls smp_suite.ncpus() too
+
 POLICIES = ("rotator", "lb2", "global", "steal")
 DIST_K = 12                 # smp_distribution forks 2^12 threads
 DIST_WORK_NS = 2000         # ... each computing ~2 us after it starts, then blocking
@@ -41,13 +43,6 @@ def fmt(v):
     if a >= 10:
         return f"{v:.2f}"
     return f"{v:.3f}"
-
-
-def ncpus():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 class Job:

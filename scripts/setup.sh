@@ -5,23 +5,60 @@
 # bench: the peers (Boost.Context, GNU Pth, Go) are optional: one that cannot be installed makes
 # configure skip it and bench/run.py report it as "missing (<reason>)".  Go comes from golang-go
 # only when no `go` is on PATH already (a newer toolchain installed by hand is used as it is).
+# bench also makes the Python virtual environment .venv/ at the repository root with matplotlib
+# (from PyPI, by pip) for bench/report.py's plots; it is skipped when .venv/bin/python already
+# imports matplotlib.  Without it `make bench` still runs and its report says "plots missing:
+# <reason>" (the reason is left in .venv.failed).  Exit status: 0, or 1 when a required package
+# cannot be installed; an optional one (a peer, spin, python3-venv, matplotlib) never fails it.
 set -u
 what=${1:-test}
+root=$(cd "$(dirname "$0")/.." && pwd)
 
 need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
   test)  need+=(binutils valgrind clang libclang-rt-14-dev gdb spin libunwind-dev) ;;  # nm: symbols; spin: model/; libunwind: dump backtraces
   bench) need+=(g++ libboost-context-dev libpth-dev)
-         command -v go >/dev/null 2>&1 || need+=(golang-go) ;;
+         command -v go >/dev/null 2>&1 || need+=(golang-go)
+         # venv + ensurepip: in python3-venv on Debian's python3, built in elsewhere (pyenv, say)
+         python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv) ;;
   *) echo "usage: $0 test|bench" >&2; exit 2 ;;
 esac
-optional=(libboost-context-dev libpth-dev golang-go spin libunwind-dev)  # peers: the report says "missing"; spin: model check skips
+optional=(libboost-context-dev libpth-dev golang-go spin python3-venv libunwind-dev)  # peers: the report says "missing";
+                                          # spin: the model check skips; python3-venv: no plots
+
+# The virtual environment of bench/report.py: .venv/ with matplotlib (bench only; never fails).
+bench_venv() {
+  local py="$root/.venv/bin/python" log="$root/.venv.failed"
+  if [ -x "$py" ] && "$py" -c 'import matplotlib' >/dev/null 2>&1; then rm -f "$log"; return 0; fi
+  echo "ursa setup: installing matplotlib into .venv/ (for the plots of make bench)" >&2
+  local out
+  if [ ! -x "$py" ]; then
+    rm -rf "$root/.venv"
+    if ! out=$(python3 -m venv "$root/.venv" 2>&1); then
+      echo "python3 -m venv failed: $(echo "$out" | tail -n 1) (on Debian: apt-get install python3-venv)" >"$log"
+      echo "ursa setup: no matplotlib: $(cat "$log"); the report will have no plots" >&2
+      rm -rf "$root/.venv"
+      return 0
+    fi
+  fi
+  if ! out=$("$py" -m pip install --quiet --disable-pip-version-check --retries 1 --timeout 60 matplotlib 2>&1) \
+     || ! "$py" -c 'import matplotlib' >/dev/null 2>&1; then
+    echo "pip install matplotlib into .venv failed: $(echo "$out" | grep -v '^ *$' | tail -n 1)" >"$log"
+    echo "ursa setup: no matplotlib: $(cat "$log"); the report will have no plots" >&2
+    return 0
+  fi
+  rm -f "$log"
+  return 0
+}
 
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  [ "$what" = bench ] && bench_venv
+  exit 0
+fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
   echo "ursa setup: cannot install ${missing[*]}: apt-get not found (not Debian?); install them by hand" >&2
@@ -49,6 +86,7 @@ if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/
       case $p in
         spin) echo "ursa setup: could not install spin: the model check will be skipped" >&2 ;;
         libunwind-dev) echo "ursa setup: could not install libunwind-dev: ursa_dump prints no backtraces" >&2 ;;
+        python3-venv) echo "ursa setup: could not install python3-venv: the bench report will have no plots" >&2 ;;
         *)    echo "ursa setup: could not install $p: the benchmarks that need it will show as missing" >&2 ;;
       esac
     else
@@ -60,4 +98,5 @@ if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/
     exit 1
   fi
 fi
+[ "$what" = bench ] && bench_venv
 exit 0

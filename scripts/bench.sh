@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# scripts/bench.sh - what `make bench` runs (FULL=1 in the environment: the papers' sizes).
+#
+# Five phases, each announced as "== make bench [k/5] ... ==" with the time elapsed and left; the
+# suites show their own progress.  Every suite's JSON is named after this run (its UTC start), so
+# that bench/report.py combines exactly this run's files into results/REPORT.md and
+# results/plots/ (with .venv/bin/python, which has matplotlib, when scripts/setup.sh could make
+# it).  A suite that fails or answers wrong makes the exit status 1 once the report is written; a
+# missed performance target does not.  Ctrl-C: exit status 130.
+set -u
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+run=$(date -u +%Y%m%dT%H%M%SZ)
+if [ -n "${FULL:-}" ]; then mode=full; else mode=default; fi
+rc=0 st= times= t=$start k=0
+
+phase() { k=$1; python3 bench/suite_common.py phase "$1" 5 "$2" --start "$start" --mode "$mode"; t=$(date +%s); }
+took() { times="$times${times:+,}$1=$(( $(date +%s) - t ))"; }
+suite() {                              # suite NAME COMMAND...
+  local name=$1 r
+  shift
+  BENCH_PHASE="bench $k/5 |" "$@"
+  r=$?
+  st="$st${st:+,}$name=$r"
+  took "$name"
+  [ $r -eq 130 ] && { echo "make bench: interrupted" >&2; exit 130; }
+  [ $r -eq 0 ] || { rc=1; echo "make bench: $name FAILED (exit status $r): see above" >&2; }
+}
+
+phase 1 "setup and build (scripts/setup.sh bench; build-release)"
+bash scripts/setup.sh bench || exit 1
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DURSA_BUILD_TESTS=OFF \
+  >build-release.configure.log 2>&1 || { cat build-release.configure.log; exit 1; }
+ninja -C build-release >build-release.build.log 2>&1 || { cat build-release.build.log; exit 1; }
+took setup+build
+mkdir -p results
+
+phase 2 "micro-benchmarks, peers, SMP (bench/run.py)"
+if [ "$mode" = full ]; then suite micro python3 bench/run.py --build build-release --json "results/micro-$run.json" --runs 10
+else suite micro python3 bench/run.py --build build-release --json "results/micro-$run.json"; fi
+
+phase 3 "execution models, Tables I-IV (bench/models_suite.py)"
+if [ "$mode" = full ]; then suite models python3 bench/models_suite.py --build build-release --json "results/models-$run.json" --full
+else suite models python3 bench/models_suite.py --build build-release --json "results/models-$run.json"; fi
+
+phase 4 "the papers' applications in every model (bench/apps_suite.py)"
+if [ "$mode" = full ]; then suite apps python3 bench/apps_suite.py --build build-release --json "results/apps-$run.json" --full
+else suite apps python3 bench/apps_suite.py --build build-release --json "results/apps-$run.json" --quick; fi
+
+phase 5 "report (bench/report.py)"
+py=python3
+.venv/bin/python -c 'import matplotlib' >/dev/null 2>&1 && py=.venv/bin/python
+command="make bench"; [ "$mode" = full ] && command="make bench FULL=$FULL"
+$py bench/report.py --run "$run" --mode "$mode" --command "$command" \
+  --started "$start" --status "$st" --phase-times "$times" --build build-release \
+  --micro "results/micro-$run.json" --models "results/models-$run.json" --apps "results/apps-$run.json" || rc=1
+el=$(( $(date +%s) - start ))
+if [ $rc -eq 0 ]; then
+  echo "make bench: OK in $((el / 60))m$((el % 60))s: every answer verified; see results/REPORT.md"
+else
+  echo "make bench: FAILED after $((el / 60))m$((el % 60))s (suites: $st); the report is results/REPORT.md" >&2
+fi
+exit $rc
