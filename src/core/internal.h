@@ -149,6 +149,8 @@ struct ursa__thread {
   uint8_t              claim;        /* atomic: 1 once a waker or the timer owns t's timed wait  */
   uint8_t              pinned;       /* t runs on home only                                      */
   uint8_t              in_extra;     /* READY in its VP's overflow list, not in the ring         */
+  uint8_t              is_shell;     /* a stackless thread's wait shell (src/pt/): set once, so
+                                        any VP may read it without a lock                        */
   uint32_t             pin_depth;    /* ursa_vp_pin nesting                                      */
   uint32_t             preempt_off;  /* ursa_preempt_disable nesting (src/model/preempt.c)       */
   char                *stack_lo;     /* lowest usable byte (above the guard)                    */
@@ -692,8 +694,10 @@ URSA_HIDDEN void ursa__deadlock_report(struct ursa__vp *vp) __attribute__((noret
  * "shell": a struct ursa__thread without a stack, never in the handle table, queued where a
  * blocked thread would be (a wait queue, a joiner field) for the duration of that one wait.  Its
  * heap_idx is URSA__HEAP_SHELL, so the one-VP wake takes its existing slow branch
- * (ursa__wake_m: heap_idx != 0) and ursa__wake_slow / ursa__smp_wake hand the shell to
- * ursa__pts_shell_wake instead of a run queue; nothing else of the core runs a shell. */
+ * (ursa__wake_m: heap_idx != 0) and ursa__wake_slow hands the shell to ursa__pts_shell_wake
+ * instead of a run queue; with several VPs ursa__smp_wake does the same on is_shell (a thread's
+ * heap_idx may be changing there, under another VP's timer lock).  Nothing else of the core runs
+ * a shell. */
 #define URSA__HEAP_SHELL UINT32_MAX
 /* Called by the core's wake paths for a shell, with the wake result: makes its stackless thread
  * ready on its executor.  Takes only the executor's lock (a leaf, like an inbox lock). */

@@ -75,6 +75,7 @@ struct ursa__pts_exec {
   struct ursa__thread *done_shells;  /* woken shells, via qnext                               */
   uint32_t             in_n;         /* atomic: inbox + done_shells entries (a hint)          */
   uint8_t              idle;         /* the executor is blocked, or about to, for lack of work */
+  uint8_t              timed;        /* ... with a deadline (several VPs): its timer may wake it */
   uint8_t              stop;         /* ursa_pts_fini: end once no thread is live             */
   int64_t              live;         /* atomic: its threads spawned and not ended             */
   /* owner only */
@@ -121,7 +122,10 @@ static bool claim_idle(struct ursa__pts_exec *E) {
   if (!E->idle) return false;
   E->idle = 0;
   if (!E->smp) return ursa__get_state(th) == URSA__BLOCKED;   /* else its timer woke it */
-  return th->timer_vp == NULL || ursa__claim_for_waker(th);
+  /* Several VPs: with a deadline the waker and the timer race for the claim (src/sched/vp.c).
+   * Not by th->timer_vp: a timer that won writes it outside E->lock (and would be read NULL
+   * here after it made the executor READY, which then got woken twice: found by TSan). */
+  return !E->timed || ursa__claim_for_waker(th);
 }
 
 static void kick(struct ursa__pts_exec *E, bool wake) {
@@ -245,6 +249,7 @@ static struct ursa__thread *shell_get(struct ursa__pts_exec *E, struct ursa__vp 
   if (sh) E->shell_pool = sh->qnext;
   else if (URSA__FAIL() || (sh = calloc(1, sizeof *sh)) == NULL) return NULL;
   sh->heap_idx = URSA__HEAP_SHELL;                    /* routes the core's wake to us */
+  sh->is_shell = 1;                                   /* ... with several VPs, this does */
   sh->vp = vp;
   sh->timer_vp = NULL;                                /* no timer: a waker takes it as it is */
   sh->claim = 0;
@@ -324,6 +329,7 @@ static bool idle_wait(struct ursa__pts_exec *E) {
     return false;
   }
   E->idle = 1;
+  E->timed = deadline != 0;
   me->waitq = NULL;                                  /* on no queue: a timeout removes nothing */
   if (E->smp && deadline) {
     /* Should ursa__block find the deadline passed, it returns without arming a timer and leaves

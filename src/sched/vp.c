@@ -435,7 +435,8 @@ static URSA_NOINLINE void smp_wake_traced(struct ursa__vp *self, struct ursa__th
 }
 
 void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res) {
-  if (ursa_unlikely(t->heap_idx == URSA__HEAP_SHELL)) { ursa__pts_shell_wake(t, res); return; }  /* src/pt/ */
+  /* a wait shell (src/pt/): is_shell, not heap_idx, which a timer on another VP may be clearing */
+  if (ursa_unlikely(t->is_shell)) { ursa__pts_shell_wake(t, res); return; }
   if (URSA__TRACING()) { smp_wake_traced(self, t, res); return; }
   smp_wake(self, t, res);
 }
