@@ -499,22 +499,26 @@ def peer_panels(micro):
          [("ring-sem", "pthread", "POSIX threads, sem_t")] +
          [("ring-sem", g, f"Go channels, GOMAXPROCS={g[2:]}") for g in gos] +
          [("ring-sem", "pth", "GNU Pth, condition"), ("ring-direct", "pth", "GNU Pth, pth_yield(next)"),
-          ("ring-direct", "boost-fiber", "Boost.Context fibers, resume")]),
+          ("ring-direct", "boost-fiber", "Boost.Context fibers, resume"),
+          ("ring-sem", "boost-fibers", "Boost.Fiber, channels")]),
         ("Switch: yield and blocking ping-pong (ns)",
          [("yield-pingpong", "ursa", "ursa yield"), ("sem-pingpong", "ursa", "ursa semaphores")] +
          [("yield-pingpong", g, f"Go Gosched, GOMAXPROCS={g[2:]}") for g in gos] +
          [("sem-pingpong", g, f"Go channels, GOMAXPROCS={g[2:]}") for g in gos] +
          [("sem-pingpong", "pthread", "POSIX threads, sem_t"), ("yield-pingpong", "pth", "GNU Pth yield"),
+          ("yield-pingpong", "boost-fibers", "Boost.Fiber yield"),
           ("raw-switch", "boost-fcontext", "Boost.Context raw jump_fcontext")]),
         ("Create + join (ns per thread)",
          [("create-join", "ursa", "ursa")] + [("create-join", "pthread", "POSIX threads")] +
          [("create-join", g, f"Go, GOMAXPROCS={g[2:]}") for g in gos] +
-         [("create-join", "pth", "GNU Pth"), ("create-join", "boost-fiber", "Boost.Context fibers")]),
+         [("create-join", "pth", "GNU Pth"), ("create-join", "boost-fiber", "Boost.Context fibers"),
+          ("create-join", "boost-fibers", "Boost.Fiber fiber + join")]),
         ("Memory per blocked thread (KiB of RSS)",
          [("rss-blocked-100k", "ursa", "ursa, 100k threads"), ("rss-blocked-1M", "ursa", "ursa, 1M threads"),
           ("rss-blocked-10k", "pthread", "POSIX threads, 10k")] +
          [("rss-blocked-100k", g, f"Go, 100k, GOMAXPROCS={g[2:]}") for g in gos] +
-         [("rss-blocked-2k", "pth", "GNU Pth, 2k"), ("rss-blocked-100k", "boost-fiber", "Boost.Context fibers, 100k")]),
+         [("rss-blocked-2k", "pth", "GNU Pth, 2k"), ("rss-blocked-100k", "boost-fiber", "Boost.Context fibers, 100k"),
+          ("rss-blocked-100k", "boost-fibers", "Boost.Fiber, 100k")]),
     ]
 
 

@@ -22,7 +22,8 @@ missed (the ratios are a report); 1 when a program failed or answered wrong; 2 o
 A peer whose binary is absent (Boost.Context not found at configure time, say) is reported as
 "missing (<reason>)", never silently dropped.
 
-The peers: POSIX threads, Boost.Context (boost-fiber, boost-fcontext), GNU Pth (pth) and Go
+The peers: POSIX threads, Boost.Context (boost-fiber, boost-fcontext), Boost.Fiber, the fiber
+library with its scheduler and channels (boost-fibers: boost_fibers_peers <mode>), GNU Pth (pth) and Go
 goroutines (one binary, go_peers, run twice: GOMAXPROCS=1 as impl go1 and GOMAXPROCS=<CPUs> as
 go<CPUs>).  After the acceptance targets a second table sets, per benchmark, ursa's median beside
 the best peer's ("ursa against the best peer"; every figure there is lower-is-better).
@@ -98,6 +99,8 @@ class Bench:
     @property
     def family(self):
         """The peer family whose configure-time result decides whether it was built, or None."""
+        if self.impl == "boost-fibers":
+            return "boostfibers"
         if self.impl.startswith("boost"):
             return "boost"
         if self.impl == "pth":
@@ -150,6 +153,8 @@ SUITE = [
                (0.35, 1.0), args=("yield",)) for p in GO_PROCS],
     Bench("yield-pingpong", "pth", "pth_yield_pingpong", "ns/switch", 200_000, 20_000, 1.5,
           "2 Pth threads alternating pth_yield"),
+    Bench("yield-pingpong", "boost-fibers", "boost_fibers_peers", "ns/switch", 5_000_000, 500_000, 0.8,
+          "2 Boost.Fiber fibers alternating this_fiber::yield", args=("yield",)),
     Bench("raw-switch", "boost-fcontext", "boost_raw_switch", "ns/switch", 50_000_000, 5_000_000, 0.8,
           "jump_fcontext main <-> 1 context"),
     Bench("sem-pingpong", "ursa", "ursa_sem_pingpong", "ns/pass", 5_000_000, 500_000, 0.15,
@@ -164,6 +169,8 @@ SUITE = [
           "503 pthreads, sem_t each", ring=True, answer=37),
     *[go_bench("ring-sem", p, "503 goroutines, unbuffered channel each", 1_000_000, 100_000,
                (0.25, 0.4), ring=True, answer=37, args=("ring",)) for p in GO_PROCS],
+    Bench("ring-sem", "boost-fibers", "boost_fibers_peers", "ns/pass", 1_000_000, 100_000, 0.3,
+          "503 Boost.Fiber fibers, unbuffered channel each", ring=True, answer=37, args=("ring",)),
     Bench("ring-sem", "pth", "pth_ring", "ns/pass", 2_000, 500, 1.3,
           "503 Pth threads, condition each (Pth walks its 503 waiters per switch)", ring=True,
           answer=492),
@@ -183,6 +190,8 @@ SUITE = [
           "empty thread, warm stack pool"),
     Bench("create-join", "boost-fiber", "boost_fiber_create", "ns/op", 1_000_000, 100_000, 0.08,
           "create+resume+finish, 16 KiB stack"),
+    Bench("create-join", "boost-fibers", "boost_fibers_peers", "ns/op", 1_000_000, 100_000, 0.6,
+          "Boost.Fiber fiber + join, 16 KiB stack", args=("create",)),
     Bench("create-join", "pthread", "pthread_create_join", "ns/op", 50_000, 5_000, 1.8,
           "empty pthread, 16 KiB stack"),
     *[go_bench("create-join", p, "go + WaitGroup of an empty goroutine", 1_000_000, 100_000,
@@ -195,6 +204,8 @@ SUITE = [
           "blocked on a semaphore, 64 KiB stacks", max_runs=RSS_1M_MAX_RUNS, quick_skip=True),
     Bench("rss-blocked-K", "boost-fiber", "boost_fiber_rss", "KiB/thread", 100_000, 100_000, 0.5,
           "suspended fiber, 16 KiB stack"),
+    Bench("rss-blocked-K", "boost-fibers", "boost_fibers_peers", "KiB/thread", 100_000, 100_000, 0.5,
+          "Boost.Fiber fiber blocked on a channel, 16 KiB stack", args=("rss",)),
     Bench("rss-blocked-K", "pthread", "pthread_rss_blocked", "KiB/thread", 10_000, 10_000, 0.8,
           "blocked on a sem_t, 16 KiB stacks"),
     *[go_bench("rss-blocked-K", p, "goroutine blocked on a channel", 100_000, 100_000, (0.35, 0.35),
@@ -270,18 +281,18 @@ def go_impls(bench):
 
 COMPARISONS = [
     ("thread-ring, blocking hand-off", ("ring-sem", "ursa"),
-     [("ring-sem", "pthread"), *go_impls("ring-sem"), ("ring-sem", "pth")]),
+     [("ring-sem", "pthread"), *go_impls("ring-sem"), ("ring-sem", "boost-fibers"), ("ring-sem", "pth")]),
     ("thread-ring, direct switch", ("ring-direct", "ursa"),
      [("ring-direct", "boost-fiber"), ("ring-direct", "pth")]),
     ("yield ping-pong", ("yield-pingpong", "ursa"),
-     [*go_impls("yield-pingpong"), ("yield-pingpong", "pth")]),
+     [*go_impls("yield-pingpong"), ("yield-pingpong", "boost-fibers"), ("yield-pingpong", "pth")]),
     ("blocking ping-pong (semaphores, channels)", ("sem-pingpong", "ursa"),
      [("sem-pingpong", "pthread"), *go_impls("sem-pingpong")]),
     ("create + join", ("create-join", "ursa"),
-     [("create-join", "boost-fiber"), ("create-join", "pthread"), *go_impls("create-join"),
+     [("create-join", "boost-fiber"), ("create-join", "boost-fibers"), ("create-join", "pthread"), *go_impls("create-join"),
       ("create-join", "pth")]),
     ("memory per blocked thread", ("rss-blocked-100k", "ursa"),
-     [("rss-blocked-100k", "boost-fiber"), ("rss-blocked-10k", "pthread"),
+     [("rss-blocked-100k", "boost-fiber"), ("rss-blocked-100k", "boost-fibers"), ("rss-blocked-10k", "pthread"),
       *go_impls("rss-blocked-100k"), ("rss-blocked-2k", "pth")]),
     (f"radix sort 2^{RADIX_R}, one CPU", (f"radix-2^{RADIX_R}", "ursa-1vp"),
      [(f"radix-2^{RADIX_R}", "go1"), (f"radix-2^{RADIX_R}", "boost-fiber"), (f"radix-2^{RADIX_R}", "pth")]),
@@ -441,6 +452,7 @@ def check_run(b, quick, rc, stdout, stderr):
 
 
 PEER_NOT_FOUND = {"boost": "Boost.Context not found at configure time",
+                  "boostfibers": "Boost.Fiber not found at configure time",
                   "pth": "GNU Pth not found at configure time",
                   "go": "go not found at configure time"}
 

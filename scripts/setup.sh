@@ -17,13 +17,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
   test)  need+=(binutils valgrind clang libclang-rt-14-dev gdb spin libunwind-dev) ;;  # nm: symbols; spin: model/; libunwind: dump backtraces
-  bench) need+=(g++ libboost-context-dev libpth-dev)
+  bench) need+=(g++ libboost-context-dev libboost-fiber-dev libpth-dev)
          command -v go >/dev/null 2>&1 || need+=(golang-go)
          # venv + ensurepip: in python3-venv on Debian's python3, built in elsewhere (pyenv, say)
          python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv) ;;
   *) echo "usage: $0 test|bench" >&2; exit 2 ;;
 esac
-optional=(libboost-context-dev libpth-dev golang-go spin python3-venv libunwind-dev)  # peers: the report says "missing";
+optional=(libboost-context-dev libboost-fiber-dev libpth-dev golang-go spin python3-venv libunwind-dev)  # peers: the report says "missing";
                                           # spin: the model check skips; python3-venv: no plots
 
 # The virtual environment of bench/report.py: .venv/ with matplotlib (bench only; never fails).
