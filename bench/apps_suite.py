@@ -59,7 +59,7 @@ import subprocess
 import sys
 import time
 
-from suite_common import fmt_time, machine_info, md_table, ncpus, phase_label, write_json
+from suite_common import cpu_model, fmt_time, machine_info, md_table, ncpus, phase_label, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -1066,15 +1066,7 @@ def other_load(s0, s1):
 
 
 def machine():
-    cpu = platform.processor() or "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    cpu = cpu_model() or platform.processor() or "?"
     return {"cpu": cpu, "cpus": ncpus(), "kernel": platform.release(), "python": platform.python_version(),
             "node": platform.node()}
 

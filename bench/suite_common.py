@@ -81,16 +81,20 @@ def os_name():
     return None
 
 
-def machine_info():
-    cpu = None
+def cpu_model():
+    """The first "model name" of /proc/cpuinfo, or None."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return None
+
+
+def machine_info():
+    cpu = cpu_model()
     mem_kib = None
     try:
         with open("/proc/meminfo") as f:
