@@ -840,6 +840,7 @@ static void bad_env_child(void) {
   setenv("URSA_VPS", "many", 1);
   setenv("URSA_SCHED", "fastest", 1);
   setenv("URSA_PQ_CAP", "-3", 1);
+  setenv("URSA_ROTATE_US", "50", 1);                  /* below 100 us: the timer stays off */
   if (ursa_init(NULL) != 0) _exit(90);
   printf("vps %u policy %s\n", ursa_vp_count(), ursa_sched_policy());
   fflush(stdout);
@@ -862,6 +863,7 @@ TEST_IMPL(smp_bad_configuration) {
   ASSERT_STR_CONTAINS(out, "ursa: ignoring URSA_VPS=many: not a number from 1 to 4096");
   ASSERT_STR_CONTAINS(out, "ursa: ignoring URSA_SCHED=fastest: not rotator, lb2, global or steal");
   ASSERT_STR_CONTAINS(out, "ursa: ignoring URSA_PQ_CAP=-3");
+  ASSERT_STR_CONTAINS(out, "ursa: ignoring URSA_ROTATE_US=50: not a number from 100 to 10000000");
   ASSERT_STR_CONTAINS(out, "policy rotator");         /* the defaults took over */
   return 0;
 }
