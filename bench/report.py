@@ -436,7 +436,8 @@ def plot_radix(plt, micro, path):
             ax.plot([], [], color=color, marker=marker, label=f"{label}: missing")
     # the peers of the micro table at radix 2^8 (one kernel thread unless said)
     peers = [(f"go{p}", f"Go, GOMAXPROCS={p}") for p in (micro.doc.get("peers") or {}).get("go_procs", [1, n])] + \
-            [("boost-fiber", "Boost.Context fibers, 1 kernel thread"), ("pth", "GNU Pth, 1 kernel thread")]
+            [("boost-fiber", "Boost.Context fibers, 1 kernel thread"), ("boost-fibers", "Boost.Fiber, 1 kernel thread"),
+             ("pth", "GNU Pth, 1 kernel thread")]
     for k, (impl, label) in enumerate(peers):
         e = micro.get("radix-2^8", impl)
         x = 2 ** 8 * (1.06 ** (k + 1))

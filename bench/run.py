@@ -239,6 +239,9 @@ SUITE = [
     Bench(f"radix-2^{RADIX_R}", "boost-fiber", "boost_fiber_radix", "ms", 22, 20, 0.25,
           "2^8 fibers (64 KiB stacks) made, then each resumed to its end, per phase; 1 kernel thread",
           args=(RADIX_R,), counts=False),
+    Bench(f"radix-2^{RADIX_R}", "boost-fibers", "boost_fibers_radix", "ms", 22, 20, 0.3,
+          "2^8 Boost.Fiber fibers (64 KiB stacks) made + joined per phase; 1 kernel thread",
+          args=(RADIX_R,), counts=False),
     Bench(f"radix-2^{RADIX_R}", "pth", "pth_radix", "ms", 22, 20, 0.3,
           "2^8 Pth threads (64 KiB stacks) spawned + joined per phase; 1 kernel thread",
           args=(RADIX_R,), counts=False),
@@ -295,7 +298,8 @@ COMPARISONS = [
      [("rss-blocked-100k", "boost-fiber"), ("rss-blocked-100k", "boost-fibers"), ("rss-blocked-10k", "pthread"),
       *go_impls("rss-blocked-100k"), ("rss-blocked-2k", "pth")]),
     (f"radix sort 2^{RADIX_R}, one CPU", (f"radix-2^{RADIX_R}", "ursa-1vp"),
-     [(f"radix-2^{RADIX_R}", "go1"), (f"radix-2^{RADIX_R}", "boost-fiber"), (f"radix-2^{RADIX_R}", "pth")]),
+     [(f"radix-2^{RADIX_R}", "go1"), (f"radix-2^{RADIX_R}", "boost-fiber"), (f"radix-2^{RADIX_R}", "boost-fibers"),
+      (f"radix-2^{RADIX_R}", "pth")]),
 ]
 if NCPU > 1:
     COMPARISONS.append(
