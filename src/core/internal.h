@@ -501,6 +501,10 @@ URSA_HIDDEN int  ursa__yield_involuntary(struct ursa__vp *vp);   /* src/model/ *
 URSA_HIDDEN int  ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline);
 URSA_HIDDEN void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t);
 URSA_HIDDEN void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadline);
+/* Several VPs: the end of ursa__block once cur->timer_vp is set (its timer armed, or NULL):
+ * marks the running thread BLOCKED on obj, releases lock (now a waker may make it READY, even
+ * before it is saved: the on-CPU byte covers that) and switches out (src/sched/vp.c). */
+URSA_HIDDEN int  ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock);
 /* Several VPs: finishing the running thread (src/sched/vp.c). */
 URSA_HIDDEN void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *result) __attribute__((noreturn));
 
@@ -518,6 +522,10 @@ enum { URSA__FAST = 0, URSA__CHECKED = 1, URSA__SMPMODE = 2 };
 static inline int ursa__block_m(int mode, struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock,
                                 uint64_t deadline) {
   struct ursa__thread *cur = vp->cur, *next;
+  if (mode == URSA__SMPMODE && deadline == 0) {       /* several VPs, no deadline: src/sched */
+    cur->timer_vp = NULL;
+    return ursa__smp_block(vp, kind, obj, lock);
+  }
   if (ursa_unlikely(deadline != 0 || mode == URSA__SMPMODE || vp->ntimers != 0 || ursa__runq_empty(vp)))
     return ursa__block_slow(vp, kind, obj, lock, deadline);
   next = ursa__runq_pop(vp);

@@ -272,16 +272,12 @@ int ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *loc
   } else {
     cur->timer_vp = NULL;
   }
+  if (vp->smp) return ursa__smp_block(vp, kind, obj, lock);
   ursa__set_state(cur, URSA__BLOCKED);
   __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);
   __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);
   cur->wait_lock = lock;
   vp->stats.blocks++;
-  if (vp->smp) {
-    if (lock) ursa__spin_unlock(lock);   /* now a waker may make us READY, even before we are
-                                            saved: the on-CPU byte covers that (vp.c) */
-    return ursa__smp_switch_out(vp, cur);
-  }
   next = next_ready(vp);
   if (ursa_unlikely(next == NULL)) ursa__deadlock_report(vp);
   if (ursa_unlikely(next == cur)) {                           /* our own timer woke us */

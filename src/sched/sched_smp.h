@@ -65,8 +65,6 @@ URSA_HIDDEN void ursa__smp_fini(void);                      /* stops and joins t
 URSA_HIDDEN int  ursa__smp_reserve(uint64_t live);          /* grows every timer heap           */
 /* Makes the READY thread t runnable where it belongs: its home (pinned, region) or `where`. */
 URSA_HIDDEN void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where);
-/* Switches the running thread `cur` (already queued, blocked or finished) out of vp. */
-URSA_HIDDEN int  ursa__smp_switch_out(struct ursa__vp *vp, struct ursa__thread *cur);
 URSA_HIDDEN int  ursa__smp_yield(struct ursa__vp *vp);
 URSA_HIDDEN void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res);
 URSA_HIDDEN void ursa__smp_timers_fire(struct ursa__vp *vp, uint64_t now);

@@ -286,9 +286,10 @@ static struct ursa__vp *home_of(const struct ursa__thread *t) {
   return t->pinned ? t->home : NULL;
 }
 
-void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
+/* Everything but the common case of ready() below. */
+static URSA_NOINLINE void ready_slow(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
   struct ursa__vp *home;
-  if (ursa_likely(t->region == NULL && !t->pinned && where == self)) {   /* the common case */
+  if (ursa_likely(t->region == NULL && !t->pinned && where == self)) {   /* unpinned, here */
     if (ursa__g.policy != URSA__POL_GLOBAL && pq_len(self) < ursa__pol_keep(self)) {
       pq_push(self, t);
       return;
@@ -305,6 +306,25 @@ void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa_
   }
   if (home == NULL && ursa__pol_offer(self, t, pq_len(self))) return;
   pq_push(self, t);
+}
+
+/* The common case inline (a wake-up's hand-off): an unpinned thread, made ready on the waker's
+ * VP, whose Protect Queue ring is empty and has no overflow, so it is below what the policy keeps
+ * (ursa__pol_keep >= 1) and no shared structure is involved.  The rest: ready_slow. */
+static inline void ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
+  struct ursa__runq *q = &self->runq;
+  if (ursa_likely(where == self && q->next == NULL && q->head == q->tail && t->region == NULL &&
+                  !t->pinned && self->x->xhead == NULL && ursa__g.policy != URSA__POL_GLOBAL)) {
+    t->vp = self;
+    t->in_extra = 0;
+    q->next = t;                                       /* ursa__runq_push into an empty queue */
+    return;
+  }
+  ready_slow(self, t, where);
+}
+
+void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
+  ready(self, t, where);
 }
 
 /* The policy's step outside a switch: ursa_create calls it, so a thread that creates many threads
@@ -366,7 +386,14 @@ static int switch_to(struct ursa__vp *vp, struct ursa__thread *cur, struct ursa_
   URSA__SWITCH_RETURN(vp, cur, next);
 }
 
-int ursa__smp_switch_out(struct ursa__vp *vp, struct ursa__thread *cur) {
+int ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock) {
+  struct ursa__thread *cur = vp->cur;
+  ursa__set_state(cur, URSA__BLOCKED);
+  __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);   /* read by ursa_dump */
+  __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);
+  cur->wait_lock = lock;
+  vp->stats.blocks++;
+  if (lock) ursa__spin_unlock(lock);
   return switch_to(vp, cur, pick(vp, NULL));
 }
 
@@ -423,7 +450,7 @@ static inline void smp_wake(struct ursa__vp *self, struct ursa__thread *t, int r
   }
   t->wake_result = res;
   ursa__set_state(t, URSA__READY);
-  ursa__smp_ready(self, t, chaos_where(self, t));
+  ready(self, t, chaos_where(self, t));
 }
 
 /* URSA_TRACE: records the wake-up (t goes to its home, or to the waker's VP), then does it.  Out
