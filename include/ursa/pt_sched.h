@@ -198,11 +198,23 @@ URSA_API int ursa_pts_sem_getvalue(struct ursa_pts_sem *s, int *value);
 /* Waits until the semaphore's count is positive and takes a unit (FIFO with the other waiters).
  * Pitfalls: locals do not survive it; with URSA_LC_SWITCH not inside a switch statement. */
 #define URSA_PTS_SEM_WAIT(self, s) URSA__PTS_WAIT_ON(self, ursa__pts_sem_wait_fast(self, s))
-/* The same with a timeout of ns nanoseconds: ursa_pts_result(self) is then 0 or -ETIMEDOUT. */
-#define URSA_PTS_SEM_TIMEDWAIT(self, s, ns) URSA__PTS_WAIT_ON(self, ursa__pts_sem_wait(self, s, ns, 1))
-/* Posts s from self: the same as ursa_pts_sem_post, and when the first waiter is a thread of
- * self's executor, a few stores (it goes to the tail of the ready list).  Sets the result. */
-#define URSA_PTS_SEM_POST(self, s) ((self)->result = (int16_t)ursa__pts_sem_post_from(self, s))
+/* The same with a timeout of ns nanoseconds: ursa_pts_result(self) is then 0 or -ETIMEDOUT.
+ * (Resumed by a post before the timeout, it cancels its timer itself: the executor's loop does
+ * not look for timers.) */
+#define URSA_PTS_SEM_TIMEDWAIT(self, s, ns)                             \
+  do {                                                                  \
+    ursa_pt_yield_flag_needs_URSA_PT_BEGIN = 0;                         \
+    URSA_LC_SET((self)->pt.lc);                                         \
+    if (ursa_pt_yield_flag_needs_URSA_PT_BEGIN == 0) {                  \
+      if (ursa__pts_sem_wait(self, s, ns, 1) > 0) return URSA_PT_WAITING; \
+    } else if ((self)->heap_idx != 0) {                                 \
+      ursa__pts_timer_cancel(self);     /* resumed: a post beat the timeout */ \
+    }                                                                   \
+  } while (0)
+/* Posts s from self: the same as ursa_pts_sem_post (the result: 0, -EOVERFLOW or -EINVAL), and
+ * with one VP and a cooperative model, when the first waiter is a thread of self's executor, a
+ * few stores inline (it goes to the tail of the ready list).  Sets the result. */
+#define URSA_PTS_SEM_POST(self, s) ursa__pts_sem_post_from(self, s)
 /* Sleeps for at least ns nanoseconds of CLOCK_MONOTONIC (0: one round of the executor). */
 #define URSA_PTS_SLEEP(self, ns) URSA__PTS_WAIT_ON(self, ursa__pts_sleep(self, ns))
 /* Waits until the stackless thread t has ended and makes it FREE.  Result: 0, -ESRCH (t is FREE),
@@ -239,16 +251,26 @@ URSA_API int ursa_pts_sem_getvalue(struct ursa_pts_sem *s, int *value);
 
 /* ---- private: what the macros call --------------------------------------------------------- */
 
-/* The first fields of an executor: its ready list (owner only) and whether the inline paths
- * below may be used (one VP, a cooperative model). */
+/* The first fields of an executor: its ready list (owner only; FIFO, tail valid while head is). */
 struct ursa__pts_runq {
   struct ursa_pts *head, *tail;
-  uint32_t         slow;                /* nonzero: several VPs or a preemptive model */
 };
 #define URSA__PTS_SEM_MAGIC 0x50545353u
+/* What a semaphore's magic must equal for the inline paths below to take it: URSA__PTS_SEM_MAGIC
+ * while the runtime has one VP and a cooperative model (set when an executor is made, reset by
+ * ursa_pts_fini), else a value no semaphore holds (neither the magic, nor 0, nor a destroyed
+ * one's), so that one compare tests both the mode and the semaphore; the library's version
+ * validates the rest (a bad semaphore: -EINVAL). */
+URSA_API extern uint32_t ursa__pts_fast_magic;
+#define URSA__PTS_NO_FAST_MAGIC 0xafabacacu
 
 URSA_API int ursa__pts_sem_wait(struct ursa_pts *self, struct ursa_pts_sem *s, uint64_t ns, int timed);
 URSA_API int ursa__pts_sem_post(struct ursa_pts_sem *s);
+/* The library's versions of the inline paths below, declared cold so that the compiler keeps
+ * their calls (and the spills around them) out of the way of the inline path. */
+URSA_API __attribute__((__cold__)) int ursa__pts_sem_wait_slow(struct ursa_pts *self, struct ursa_pts_sem *s);
+URSA_API __attribute__((__cold__)) int16_t ursa__pts_sem_post_slow(struct ursa_pts *self, struct ursa_pts_sem *s);
+URSA_API void ursa__pts_timer_cancel(struct ursa_pts *self);
 URSA_API int ursa__pts_sleep(struct ursa_pts *self, uint64_t ns);
 URSA_API int ursa__pts_join(struct ursa_pts *self, struct ursa_pts *t);
 URSA_API int ursa__pts_join_thread(struct ursa_pts *self, ursa_thread_t th);
@@ -257,40 +279,56 @@ URSA_API int ursa__pts_ivar_get(struct ursa_pts *self, ursa_ivar_t *v, void **ou
 URSA_API int ursa__pts_mvar_take(struct ursa_pts *self, ursa_mvar_t *v, void **out);
 URSA_API int ursa__pts_mvar_put(struct ursa_pts *self, ursa_mvar_t *v, void *value);
 
+/* Appends t to a FIFO of head and tail (tail valid while head is): a ready list or a semaphore's
+ * waiters.  A branch, not a select: with a select (cmov) the address of the store waits for the
+ * load of head, and the ring (bench/pt_sched_ring.c) ran 1.6x slower.  Laid out for the empty
+ * FIFO: a hand-off, where a thread wakes the next and waits. */
+static inline void ursa__pts_fifo_put(struct ursa_pts **head, struct ursa_pts **tail, struct ursa_pts *t) {
+  t->next = 0;
+  if (__builtin_expect(*head != 0, 0)) (*tail)->next = t; else *head = t;
+  *tail = t;
+}
+
+/* The fast mode (one VP, a cooperative model) and a valid semaphore: one load and one compare.
+ * Relaxed: the executors of a runtime with several VPs read it while a new one is being made
+ * (which stores the value it already has). */
+static inline int ursa__pts_sem_fast(const struct ursa_pts_sem *s) {
+  return s->magic == __atomic_load_n(&ursa__pts_fast_magic, __ATOMIC_RELAXED);
+}
+
 /* One VP, a cooperative model: nothing runs concurrently, so a wait takes a unit or queues self
- * with plain stores (the library's version takes the semaphore's lock). */
+ * with plain stores (the library's version takes the semaphore's lock).  Laid out for the wait
+ * that queues (it then returns through the epilogue with no taken branch). */
 static inline int ursa__pts_sem_wait_fast(struct ursa_pts *self, struct ursa_pts_sem *s) {
-  const struct ursa__pts_runq *q = (const struct ursa__pts_runq *)(const void *)self->exec;
-  if (__builtin_expect(q->slow == 0 && s->magic == URSA__PTS_SEM_MAGIC, 1)) {
-    if (s->count > 0) {
+  if (__builtin_expect(ursa__pts_sem_fast(s), 1)) {
+    if (__builtin_expect(s->count > 0, 0)) {
       s->count--;
       self->result = 0;
       return 0;
     }
     __atomic_store_n(&self->state, (uint8_t)URSA_PTS_WAITING, __ATOMIC_RELAXED);
-    self->next = 0;
-    if (s->head) s->tail->next = self; else s->head = self;
-    s->tail = self;
+    ursa__pts_fifo_put(&s->head, &s->tail, self);
     return 1;
   }
-  return ursa__pts_sem_wait(self, s, 0, 0);
+  return ursa__pts_sem_wait_slow(self, s);
 }
 
-/* One VP, a waiter of self's executor: it goes to the ready list's tail (owner only). */
-static inline int ursa__pts_sem_post_from(struct ursa_pts *self, struct ursa_pts_sem *s) {
-  struct ursa__pts_runq *q = (struct ursa__pts_runq *)(void *)self->exec;
+/* One VP, a cooperative model, a waiter of self's executor: it goes to the ready list's tail
+ * (owner only). */
+static inline int16_t ursa__pts_sem_post_from(struct ursa_pts *self, struct ursa_pts_sem *s) {
+  struct ursa__pts_exec *e = self->exec;
   struct ursa_pts *w;
-  if (__builtin_expect(q->slow == 0 && s->magic == URSA__PTS_SEM_MAGIC &&   /* slow: read nothing */
-                       (w = s->head) != 0 && w->exec == self->exec, 1)) {
+  if (__builtin_expect(ursa__pts_sem_fast(s) &&                 /* not fast: read nothing */
+                       (w = s->head) != 0 && w->exec == e, 1)) {
+    struct ursa__pts_runq *q = (struct ursa__pts_runq *)(void *)e;
     s->head = w->next;
-    w->next = 0;
-    w->result = 0;
+    w->result = 0;                                              /* its wait's result */
     __atomic_store_n(&w->state, (uint8_t)URSA_PTS_READY, __ATOMIC_RELAXED);
-    if (q->head) q->tail->next = w; else q->head = w;
-    q->tail = w;
+    ursa__pts_fifo_put(&q->head, &q->tail, w);
+    self->result = 0;                                           /* the post's own */
     return 0;
   }
-  return ursa__pts_sem_post(s);
+  return ursa__pts_sem_post_slow(self, s);
 }
 
 #ifdef __cplusplus

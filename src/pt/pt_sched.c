@@ -11,7 +11,9 @@
  *   YIELDED (back to the tail), EXITED or ENDED (finish: its joiner is woken).  Every
  *   URSA_PTS_BATCH calls, and whenever the list is empty, the executor serves the rest: it moves
  *   its inbox to the ready list, fires its expired timers, completes woken wait shells and yields
- *   to the other ursa threads of its VP; with nothing to run it blocks (below).
+ *   to the other ursa threads of its VP; with nothing to run it blocks (below).  A timed wait
+ *   that a post beat cancels its own timer when it resumes (URSA_PTS_SEM_TIMEDWAIT), so the loop
+ *   reads nothing of the thread but its link and its function.
  *
  * Who may touch what
  *   - The ready list (q.head/q.tail), the timer heap, the shell pool: the executor's own ursa
@@ -25,7 +27,8 @@
  *     a join and the end cannot miss each other.
  *   - An ursa_pts_sem: its own lock (several VPs).  A thread's state is written by whoever
  *     queues or dequeues it, under the lock of that object; relaxed atomics, since ursa_pts_state
- *     and spawn read it without one.
+ *     and spawn read it without one.  With one VP and a cooperative model the header's inline
+ *     paths do the same without the lock (ursa__pts_fast_magic says when).
  *   Lock order: a semaphore's lock or a core object's lock, then an executor's lock, then the
  *   core's (a VP's timer heap or inbox).  The registry's lock is taken with none of them held.
  *
@@ -89,6 +92,9 @@ struct ursa__pts_exec {
   int                  vp_index;     /* the VP of a VP's executor, -1 for a region's          */
   struct ursa__pts_exec *next;       /* the registry's list of every executor                 */
 };
+
+/* The header's inline paths take a semaphore whose magic equals this (pt_sched.h). */
+uint32_t ursa__pts_fast_magic = URSA__PTS_NO_FAST_MAGIC;
 
 /* The registry: every executor, the VP ones also by index.  Guarded by reg_lock. */
 static ursa__spin_t reg_lock;
@@ -210,6 +216,12 @@ static void timer_cancel(struct ursa__pts_exec *E, struct ursa_pts *t) {
   heap_set(E, i, last);
   if (i > 1 && E->timers[i / 2].deadline > last.deadline) heap_up(E, i);
   else heap_down(E, i);
+}
+
+/* URSA_PTS_SEM_TIMEDWAIT, resumed with its timer still armed: a post beat the timeout.  Executed
+ * by self's executor (the owner of the heap). */
+void ursa__pts_timer_cancel(struct ursa_pts *self) {
+  timer_cancel(self->exec, self);
 }
 
 /* Removes w from the queue of s (s's lock held).  O(waiters): timeouts only. */
@@ -375,8 +387,7 @@ static void *exec_main(void *arg) {
     if (ursa_likely(t != NULL) && ursa_likely(--left != 0)) {
       int r;
       E->q.head = t->next;
-      if (ursa_unlikely(t->heap_idx != 0)) timer_cancel(E, t);   /* a post beat its timeout */
-      r = t->fn(t);
+      r = t->fn(t);                                  /* a timed wait cancels its own timer */
       if (ursa_unlikely(r != URSA_PT_WAITING)) {
         if (r == URSA_PT_YIELDED) local_push(E, t);
         else finish(E, t);
@@ -396,7 +407,12 @@ static struct ursa__pts_exec *exec_new(int vp, ursa_region_t *r, int *err) {
   char name[URSA_NAME_MAX];
   if (URSA__FAIL() || E == NULL) { free(E); *err = -ENOMEM; return NULL; }
   E->smp = ursa__g.nvps > 1;
-  E->q.slow = E->smp || ursa__g.model >= URSA_MODEL_CP_TS;   /* the inline paths: one VP, cm/pcm */
+  /* The header's inline paths: one VP, cm/pcm (the same for every executor of a runtime).  Set
+   * before the executor can run; relaxed: with several VPs it already holds the value stored. */
+  __atomic_store_n(&ursa__pts_fast_magic,
+                   E->smp || ursa__g.model >= URSA_MODEL_CP_TS ? URSA__PTS_NO_FAST_MAGIC
+                                                                : URSA__PTS_SEM_MAGIC,
+                   __ATOMIC_RELAXED);
   E->region = r;
   E->vp_index = r ? -1 : vp;
   ursa_attr_init(&a);
@@ -538,6 +554,8 @@ int ursa_pts_fini(void) {
     free(E->timers);
     free(E);
   }
+  /* No executor: a later runtime (several VPs, say) starts from the library's paths again. */
+  __atomic_store_n(&ursa__pts_fast_magic, URSA__PTS_NO_FAST_MAGIC, __ATOMIC_RELAXED);
   return 0;
 }
 
@@ -738,6 +756,11 @@ int ursa__pts_sem_wait(struct ursa_pts *self, struct ursa_pts_sem *s, uint64_t n
   return 1;
 }
 
+/* URSA_PTS_SEM_WAIT when the header's inline path does not apply. */
+int ursa__pts_sem_wait_slow(struct ursa_pts *self, struct ursa_pts_sem *s) {
+  return ursa__pts_sem_wait(self, s, 0, 0);
+}
+
 int ursa_pts_sem_wait(struct ursa_pts_sem *s) {
   struct ursa_pts node;
   URSA_VP_OR_RETURN(vp);
@@ -789,6 +812,11 @@ int ursa__pts_sem_post(struct ursa_pts_sem *s) {
 }
 
 int ursa_pts_sem_post(struct ursa_pts_sem *s) { return ursa__pts_sem_post(s); }
+
+/* URSA_PTS_SEM_POST when the header's inline path does not apply. */
+int16_t ursa__pts_sem_post_slow(struct ursa_pts *self, struct ursa_pts_sem *s) {
+  return self->result = (int16_t)ursa__pts_sem_post(s);
+}
 
 int ursa_pts_sem_getvalue(struct ursa_pts_sem *s, int *value) {
   URSA_VP_OR_RETURN(vp);
