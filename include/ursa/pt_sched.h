@@ -128,8 +128,9 @@ URSA_API int ursa_pts_spawn_region(struct ursa_pts *t, ursa_region_t *r, ursa_pt
 
 /* Waits until t has ended (URSA_PTS_EXIT or URSA_PTS_END), then makes it FREE (reusable).
  * Blocks the calling ursa thread without polling.  -ESRCH when t is FREE (never spawned, or
- * already joined), -EINVAL when another thread already joins t, -EPERM from a stackless thread
- * (use URSA_PTS_JOIN) or outside ursa. */
+ * already joined), -EINVAL when another thread already joins t, -EDEADLK when t is joining the
+ * caller (URSA_PTS_JOIN_THREAD), -EPERM from a stackless thread (use URSA_PTS_JOIN) or outside
+ * ursa. */
 URSA_API int ursa_pts_join(struct ursa_pts *t);
 
 /* URSA_PTS_FREE, _READY, _WAITING or _DONE: a snapshot. */
@@ -218,10 +219,12 @@ URSA_API int ursa_pts_sem_getvalue(struct ursa_pts_sem *s, int *value);
 /* Sleeps for at least ns nanoseconds of CLOCK_MONOTONIC (0: one round of the executor). */
 #define URSA_PTS_SLEEP(self, ns) URSA__PTS_WAIT_ON(self, ursa__pts_sleep(self, ns))
 /* Waits until the stackless thread t has ended and makes it FREE.  Result: 0, -ESRCH (t is FREE),
- * -EINVAL (t already has a joiner), -EDEADLK (t is self). */
+ * -EINVAL (t already has a joiner), -EDEADLK (t is self, or t is joining self: a cycle of two,
+ * as ursa_join finds; longer cycles end in the deadlock report). */
 #define URSA_PTS_JOIN(self, t) URSA__PTS_WAIT_ON(self, ursa__pts_join(self, t))
 /* Waits until the ursa thread th has finished and releases it (as ursa_join, the result is not
- * kept).  Result: 0, or ursa_join's errors (-ESRCH, -EINVAL, -EDEADLK for the executor itself). */
+ * kept).  Result: 0, or ursa_join's errors (-ESRCH, -EINVAL, -EDEADLK for the executor itself or
+ * for th joining self in ursa_pts_join). */
 #define URSA_PTS_JOIN_THREAD(self, th) URSA__PTS_WAIT_ON(self, ursa__pts_join_thread(self, th))
 /* Waits on ursa's own semaphore s (ursa_sem_t) as ursa_sem_wait does, FIFO with the ursa threads
  * waiting there; a post hands the unit over and makes self ready.  Result: 0, or -EINVAL (bad

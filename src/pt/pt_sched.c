@@ -575,6 +575,31 @@ static int join_check(struct ursa_pts *t) {
   return 1;
 }
 
+/* Join cycles of two, as ursa_join finds them: whether w already waits for t's end.  t's joiner
+ * is read under its executor's lock; w is a stackless thread, or an ursa thread (its node, arg).
+ * Two joins started at once on two VPs may both miss the cycle: the deadlock report is the net. */
+static bool joins_pts(struct ursa_pts *t, const void *w) {
+  struct ursa__pts_exec *E = t->exec;
+  const struct ursa_pts *j;
+  bool r;
+  ursa__lock_if(E->smp, &E->lock);
+  j = t->joiner;
+  r = j != NULL && (j == w || ((j->flags & PTS_F_STACKFUL) && j->arg == w));
+  ursa__unlock_if(E->smp, &E->lock);
+  return r;
+}
+
+/* Whether the stackless thread w waits for the ursa thread t's end (through a shell). */
+static bool joins_thread(struct ursa__vp *vp, struct ursa__thread *t, const struct ursa_pts *w) {
+  const struct ursa__thread *j;
+  bool r;
+  ursa__olock(vp, &t->lock);
+  j = t->joiner;
+  r = j != NULL && j->is_shell && j->arg == w;
+  ursa__ounlock(vp, &t->lock);
+  return r;
+}
+
 int ursa_pts_join(struct ursa_pts *t) {
   struct ursa__pts_exec *E;
   struct ursa_pts node;
@@ -583,6 +608,7 @@ int ursa_pts_join(struct ursa_pts *t) {
   if (t == NULL || (t->flags & PTS_F_STACKFUL)) return -EINVAL;
   if (current_exec(vp)) return -EPERM;               /* a stackless thread: URSA_PTS_JOIN */
   if (st_get(t) == URSA_PTS_FREE || (E = t->exec) == NULL) return -ESRCH;
+  if (joins_thread(vp, vp->cur, t)) return -EDEADLK; /* t waits in URSA_PTS_JOIN_THREAD for us */
   ursa__lock_if(vp->smp, &E->lock);
   if ((r = join_check(t)) != 1) { ursa__unlock_if(vp->smp, &E->lock); return r; }
   memset(&node, 0, sizeof node);
@@ -600,6 +626,7 @@ int ursa__pts_join(struct ursa_pts *self, struct ursa_pts *t) {
   if (t == NULL || (t->flags & PTS_F_STACKFUL)) r = -EINVAL;
   else if (t == self) r = -EDEADLK;
   else if (st_get(t) == URSA_PTS_FREE || (E = t->exec) == NULL) r = -ESRCH;
+  else if (joins_pts(self, t)) r = -EDEADLK;         /* t waits in URSA_PTS_JOIN for self */
   else {
     ursa__lock_if(E->smp, &E->lock);
     if ((r = join_check(t)) == 1) {
@@ -620,6 +647,7 @@ int ursa__pts_join_thread(struct ursa_pts *self, ursa_thread_t th) {
   int r;
   if (t == NULL) r = -ESRCH;
   else if (t == vp->cur) r = -EDEADLK;               /* its own executor */
+  else if (joins_pts(self, t)) r = -EDEADLK;         /* t waits in ursa_pts_join for self */
   else if ((sh = shell_get(E, vp, self)) == NULL) r = -ENOMEM;
   else {
     st_set(self, URSA_PTS_WAITING);
