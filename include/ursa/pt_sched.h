@@ -36,7 +36,10 @@
  * thread waits, yields or ends.  So a stackless thread never runs in parallel with itself or with
  * another of its executor, and the model rules apply through the executor: under cm there is one
  * VP; in a region (pcm) the executor is a member, so no two threads of the region, stackful or
- * stackless, run at once.  An executor gives way to the other ursa threads of its VP after every
+ * stackless, run at once; under cp-ts and cp-ic the executor is preempted like any ursa thread
+ * (cp-ts: also inside the stackless functions, which are the program's code, never inside ursa),
+ * so shared data needs the same care as in any preemptive thread.  An executor gives way to the
+ * other ursa threads of its VP after every
  * URSA_PTS_BATCH calls, and blocks on a semaphore when it has nothing to run.  Call
  * ursa_pts_fini() before ursa_fini(): it stops the executors.
  *
