@@ -192,6 +192,10 @@ struct ursa__runq {
   struct ursa__thread **buf;
   uint32_t             mask;         /* capacity - 1 (a power of two)                           */
   uint32_t             head, tail;   /* free-running positions                                  */
+  /* several VPs: the overflow list of a full ring (FIFO, via qnext; src/sched/vp.c).  While it is
+   * in use every push goes there. */
+  uint32_t             xlen;
+  struct ursa__thread *xhead, *xtail;
 };
 struct ursa__vp {
   struct ursa__thread *cur;          /* the running thread                                      */
@@ -199,6 +203,10 @@ struct ursa__vp {
   uint8_t              smp;          /* several VPs: objects lock, switches go through src/sched */
   uint8_t              slow;         /* smp, or URSA_TRACE on: the hottest paths take their
                                         checked copies (see URSA__FAST)                         */
+  uint8_t              solo;         /* smp: every other VP sleeps with nothing to do, so object
+                                        locks are elided (ursa__olock; src/sched/vp.c)          */
+  uint8_t              kicks_deferred; /* kicks wait for the elided sections to end (vp.c)     */
+  uint32_t             elided;       /* object-lock sections entered without the lock (ursa__olock) */
   int                 *errno_p;      /* &errno of this VP's kernel thread                       */
   struct ursa__thread *zombie;       /* a detached thread that exited; released after the switch */
   struct ursa__thread **timers;      /* 1-based binary min-heap on deadline; [0] unused          */
@@ -277,6 +285,8 @@ struct ursa__global {
   unsigned wq_cap;                   /* Waiver Queue capacity                                 */
   int      pin;                      /* URSA_PIN: pin VP i to the i-th allowed CPU            */
   int      region_balance;           /* URSA_REGION_BALANCE (region.c)                        */
+  int      smp_handoff;              /* a wake-up may take the inline hand-off (ursa__smp_handoff_ok):
+                                        policy not global, no hard-build chaos (vp.c)          */
   struct ursa__vp **vps;             /* vps[i], vps[0] == &vp0                                */
   int64_t  live;                     /* atomic: live threads (SMP)                            */
   int      sleepers;                 /* atomic: VPs asleep with no timer (vp.c)               */
@@ -574,10 +584,35 @@ static inline void ursa__wake_ready(struct ursa__thread *t, int res) {
 /* One VP, the rare cases: t has a timer (cancelled first), or URSA_TRACE records the wake-up.
  * One out-of-line call for both keeps callers frameless (with two, GCC gave sem_post a frame). */
 URSA_HIDDEN void ursa__wake_slow(struct ursa__thread *t, int res);
+/* Several VPs: whether t, made READY by a thread of self, takes the common hand-off: t is unpinned
+ * and goes to the front of self's Protect Queue, which is empty (ring, next and overflow list), so
+ * it is below what any policy keeps (ursa__pol_keep >= 1) and no shared structure is involved.
+ * The policy is not global and the hard build's chaos is off (ursa__g.smp_handoff).  Otherwise
+ * src/sched/vp.c's ready_slow decides.  Executed only by self's running thread or idle context. */
+static inline bool ursa__smp_handoff_ok(const struct ursa__vp *self, const struct ursa__thread *t) {
+  const struct ursa__runq *q = &self->runq;
+  return q->next == NULL && q->head == q->tail && q->xhead == NULL && t->region == NULL &&
+         !t->pinned && ursa__g.smp_handoff;
+}
+static inline void ursa__smp_handoff(struct ursa__vp *self, struct ursa__thread *t) {
+  t->vp = self;
+  t->in_extra = 0;
+  self->runq.next = t;                       /* ursa__runq_push into an empty queue */
+}
 static inline void ursa__wake_m(int mode, struct ursa__thread *t, int res) {
   URSA_ASSERT(t->state == URSA__BLOCKED);
   if (mode == URSA__SMPMODE) {               /* several VPs: src/sched decides where t runs */
-    ursa__smp_wake(ursa__tls_vp, t, res);
+    struct ursa__vp *self = ursa__tls_vp;
+    /* the common case inline: no timer to cancel (the caller holds the lock t waited under, so
+     * timer_vp is stable), not a wait shell, not traced, the hand-off */
+    if (ursa_likely(t->timer_vp == NULL && !t->is_shell && ursa__smp_handoff_ok(self, t)) &&
+        !URSA__TRACING()) {
+      t->wake_result = res;
+      ursa__set_state(t, URSA__READY);
+      ursa__smp_handoff(self, t);
+      return;
+    }
+    ursa__smp_wake(self, t, res);
     return;
   }
   if (ursa_unlikely(t->heap_idx != 0) || (mode != URSA__FAST && URSA__TRACING())) {
@@ -776,12 +811,36 @@ static inline int ursa__obj_check(uint32_t *m, uint32_t magic, bool zeroable) {
   return -EINVAL;
 }
 
-/* An object's lock: taken only when the runtime has several VPs (vp->smp, fixed by ursa_init), so
- * with one VP the core's paths stay free of atomics. */
+/* A lock taken only when the runtime has several VPs (vp->smp, fixed by ursa_init), so with one VP
+ * the core's paths stay free of atomics. */
 static inline void ursa__lock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_lock(l); }
 static inline void ursa__unlock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_unlock(l); }
-static inline void ursa__olock(const struct ursa__vp *vp, ursa__spin_t *l) { ursa__lock_if(vp->smp, l); }
-static inline void ursa__ounlock(const struct ursa__vp *vp, ursa__spin_t *l) { ursa__unlock_if(vp->smp, l); }
+
+/* An object's lock (the sync objects, a thread's join lock), taken by the running thread of vp.
+ * With several VPs it is also elided while vp runs alone: when every other VP sleeps with nothing
+ * to do (vp->solo), none of them can run until vp kicks one, so no one else can hold or take the
+ * lock; vp->elided counts the sections entered so, and while it is not 0 vp's kicks wait for the
+ * last one to end (src/sched/vp.c, "Running alone").  A section never spans a switch: a lock
+ * taken here is released by ursa__ounlock, or by the block that switches out (ursa__block*). */
+URSA_HIDDEN void ursa__kicks_flush(struct ursa__vp *vp);
+static inline void ursa__olock_m(bool smp, struct ursa__vp *vp, ursa__spin_t *l) {
+  if (!smp) return;
+  if (ursa_likely((vp->solo | vp->elided) != 0)) {
+    vp->elided++;
+    return;
+  }
+  ursa__spin_lock(l);
+}
+static inline void ursa__ounlock_m(bool smp, struct ursa__vp *vp, ursa__spin_t *l) {
+  if (!smp) return;
+  if (ursa_likely(vp->elided != 0)) {
+    if (--vp->elided == 0 && ursa_unlikely(vp->kicks_deferred)) ursa__kicks_flush(vp);
+    return;
+  }
+  ursa__spin_unlock(l);
+}
+static inline void ursa__olock(struct ursa__vp *vp, ursa__spin_t *l) { ursa__olock_m(vp->smp, vp, l); }
+static inline void ursa__ounlock(struct ursa__vp *vp, ursa__spin_t *l) { ursa__ounlock_m(vp->smp, vp, l); }
 
 /* The hottest operations (semaphores, mutexes) are written once as an always-inline body taking
  * `const bool smp` and instantiated twice, so the one-VP copy has no SMP test left in it. */

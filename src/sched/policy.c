@@ -130,14 +130,13 @@ bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen
  * overflow list when it is in use (it holds the surplus), else the newest of the ring; NULL when
  * that one is pinned or nothing is queued. */
 static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
-  struct ursa__smp *x = vp->x;
   struct ursa__runq *q = &vp->runq;
-  struct ursa__thread *t = x->xhead;
+  struct ursa__thread *t = q->xhead;
   if (t != NULL) {
     if (t->pinned || t->region) return NULL;
-    x->xhead = t->qnext;
-    if (x->xhead == NULL) x->xtail = NULL;
-    x->xlen--;
+    q->xhead = t->qnext;
+    if (q->xhead == NULL) q->xtail = NULL;
+    q->xlen--;
     t->in_extra = 0;
     return t;
   }
@@ -160,7 +159,7 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
   uint32_t k = ursa__pol_keep(vp);
   bool passed = false;
   while (len > k && most-- > 0) {
-    bool from_list = x->xhead != NULL;
+    bool from_list = vp->runq.xhead != NULL;
     struct ursa__thread *t = pq_take_surplus(vp);
     bool ok;
     if (t == NULL) break;
@@ -168,10 +167,10 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
     if (!ok) {                                         /* full: put it back where it was */
       if (from_list) {
         t->in_extra = 1;
-        t->qnext = x->xhead;
-        x->xhead = t;
-        if (x->xtail == NULL) x->xtail = t;
-        x->xlen++;
+        t->qnext = vp->runq.xhead;
+        vp->runq.xhead = t;
+        if (vp->runq.xtail == NULL) vp->runq.xtail = t;
+        vp->runq.xlen++;
       } else {
         vp->runq.tail++;
       }

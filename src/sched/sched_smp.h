@@ -23,9 +23,8 @@ struct ursa__smp {
   /* the owner's side (written by the owner only) */
   struct ursa__thread *idle;          /* the VP's idle context (not a user thread)              */
   struct ursa__thread *pending;       /* picked but still being saved by another VP: idle waits */
-  struct ursa__thread *xhead, *xtail; /* the Protect Queue's overflow list (FIFO, via qnext)    */
-  uint32_t             xlen;
   struct ursa__vp     *fwd, *bwd;     /* the rotator ring: forward(i), backward(i)              */
+  struct ursa__wq     *bwd_wq;        /* rotator: &bwd->x->wq, drained at every switch; else NULL */
   uint64_t             rng;           /* xorshift state for victim choice                       */
   uint64_t             id_next, id_end;   /* a block of thread ids                              */
   uint32_t             slot_free;     /* a cache of free handle slots (index+1 list), owner only */
@@ -34,6 +33,10 @@ struct ursa__smp {
   void                *kstack;        /* its stack (mapped by ursa, so nothing stays cached)     */
   void                *altstack;      /* its alternate signal stack                             */
   uint8_t              in_idle;       /* counted in ursa__g.idle_vps                            */
+  /* kicks deferred while this VP ran alone (vp.c, "Running alone"): the list of targets is the
+   * deferring VP's, the link and flag are the target's, written only by the VP running alone */
+  uint8_t              kick_queued;
+  struct ursa__vp     *kick_head, *kick_next;
 
   /* the Waiver Queue: pushed by the owner, popped by forward(i) (rotator) or by any VP under
    * wq_lock (lb2); and the work-stealing deque (steal) */

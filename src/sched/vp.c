@@ -5,8 +5,8 @@
  * Who runs where
  *   VP 0 is the kernel thread that called ursa_init; VPs 1..N-1 are kernel threads started by
  *   ursa_init.  Each VP runs one ursa thread at a time (vp->cur).  A READY thread sits in exactly
- *   one run structure: the Protect Queue of a VP (owner only: vp->runq, and its overflow list
- *   x->xhead when the ring is full), a VP's inbox (any VP pushes, under inbox_lock), or the shared
+ *   one run structure: the Protect Queue of a VP (owner only: vp->runq, with its overflow list
+ *   when the ring is full), a VP's inbox (any VP pushes, under inbox_lock), or the shared
  *   structure of the policy (policy.c: Waiver Queues, the global queue, deques).
  *
  *   A thread woken by another runs on the waker's VP (a hand-off stays on one core), unless it is
@@ -49,6 +49,18 @@
  *   ever be made ready: the program is deadlocked (or every thread has finished after main called
  *   ursa_exit, and the process exits with 0).  Counting before the recheck gave false deadlock
  *   reports; spin found it (model/README.md).
+ *
+ * Running alone.  When every other VP sleeps committed (state 3 above: no work, no timer), none of
+ * them can run again until some VP kicks it, and only a running VP kicks.  The one VP that runs
+ * (it sees ursa__g.sleepers == N - 1 at a switch, an acquire that pairs with the sleepers'
+ * increments, so it sees everything they did) sets vp->solo and then enters object-lock sections
+ * without the lock (ursa__olock counts them in vp->elided): no other VP holds or can take one.
+ * Its first kick of another VP clears solo; a kick made inside such a section (a post that wakes
+ * a thread pinned elsewhere) is deferred until the last one ends (ursa__kicks_flush, called by
+ * ursa__ounlock), so the woken VP never meets a section still in progress, and the kick's
+ * release orders everything done in it before the woken VP's first step.  Going to sleep clears
+ * solo.  glibc skips its atomics while a process has one thread for the same reason; here it
+ * saves the two locked instructions of a hand-off (~1 ns of the 2-VP thread-ring).
  *
  * Timed waits across VPs.  A timed waiter is in the timer heap of the VP it blocked on (guarded by
  * that VP's tlock) and in the object's wait queue (guarded by the object's lock).  Its waker and
@@ -124,9 +136,37 @@ static void futex_wake(uint32_t *w) {
 
 /* ---- sleep and wake (protocol above) ---------------------------------------------------------- */
 
+/* Kicks deferred by an elided section (see "Running alone" above): a list through the targets,
+ * written only by the one VP that runs while they sleep. */
+static void kick_defer(struct ursa__vp *self, struct ursa__vp *v) {
+  if (v->x->kick_queued) return;
+  v->x->kick_queued = 1;
+  v->x->kick_next = self->x->kick_head;
+  self->x->kick_head = v;
+  self->kicks_deferred = 1;
+}
+
+URSA_NOINLINE void ursa__kicks_flush(struct ursa__vp *vp) {
+  struct ursa__vp *v;
+  vp->kicks_deferred = 0;
+  while ((v = vp->x->kick_head) != NULL) {
+    vp->x->kick_head = v->x->kick_next;
+    v->x->kick_queued = 0;
+    ursa__vp_kick(v);
+  }
+}
+
 void ursa__vp_kick(struct ursa__vp *v) {
   struct ursa__smp *x = v->x;
+  struct ursa__vp *self = ursa__tls_vp;
   uint32_t old;
+  if (self != NULL && self->smp) {
+    self->solo = 0;                                    /* v may run from now on: lock objects */
+    if (ursa_unlikely(self->elided != 0)) {            /* inside a section entered unlocked: v */
+      kick_defer(self, v);                             /* wakes when the last one ends         */
+      return;
+    }
+  }
   /* A read-modify-write, not a plain load after a fence: whichever of this and the sleeper's
    * exchange comes later in sleeping's modification order sees the other (the Dekker pair of the
    * protocol above, in a form ThreadSanitizer understands). */
@@ -141,23 +181,23 @@ void ursa__vp_kick(struct ursa__vp *v) {
 /* ---- the local Protect Queue: the ring, then its overflow list (owner only) ------------------- */
 
 static inline uint32_t pq_len(const struct ursa__vp *vp) {
-  return ursa__runq_len(vp) + vp->x->xlen;
+  return ursa__runq_len(vp) + vp->runq.xlen;
 }
 
 /* The overflow list: while it is in use every push goes there, so FIFO order holds. */
 static URSA_NOINLINE void pq_push_extra(struct ursa__vp *vp, struct ursa__thread *t) {
-  struct ursa__smp *x = vp->x;
+  struct ursa__runq *q = &vp->runq;
   t->in_extra = 1;
   t->qnext = NULL;
-  if (x->xtail) x->xtail->qnext = t; else x->xhead = t;
-  x->xtail = t;
-  x->xlen++;
+  if (q->xtail) q->xtail->qnext = t; else q->xhead = t;
+  q->xtail = t;
+  q->xlen++;
 }
 
 static inline void pq_push(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__runq *q = &vp->runq;
   t->vp = vp;
-  if (ursa_likely(vp->x->xhead == NULL && q->tail - q->head <= q->mask)) {   /* the ring has room */
+  if (ursa_likely(q->xhead == NULL && q->tail - q->head <= q->mask)) {   /* the ring has room */
     t->in_extra = 0;
     ursa__runq_push(vp, t);
     return;
@@ -166,17 +206,17 @@ static inline void pq_push(struct ursa__vp *vp, struct ursa__thread *t) {
 }
 
 static URSA_NOINLINE struct ursa__thread *pq_pop_extra(struct ursa__vp *vp) {
-  struct ursa__smp *x = vp->x;
-  struct ursa__thread *t = x->xhead;
-  x->xhead = t->qnext;
-  if (x->xhead == NULL) x->xtail = NULL;
-  x->xlen--;
+  struct ursa__runq *q = &vp->runq;
+  struct ursa__thread *t = q->xhead;
+  q->xhead = t->qnext;
+  if (q->xhead == NULL) q->xtail = NULL;
+  q->xlen--;
   return t;
 }
 
 static inline struct ursa__thread *pq_pop(struct ursa__vp *vp) {
   struct ursa__thread *t = ursa__runq_pop(vp);
-  if (ursa_unlikely(t == NULL) && vp->x->xhead != NULL) t = pq_pop_extra(vp);
+  if (ursa_unlikely(t == NULL) && vp->runq.xhead != NULL) t = pq_pop_extra(vp);
   return t;
 }
 
@@ -308,16 +348,11 @@ static URSA_NOINLINE void ready_slow(struct ursa__vp *self, struct ursa__thread 
   pq_push(self, t);
 }
 
-/* The common case inline (a wake-up's hand-off): an unpinned thread, made ready on the waker's
- * VP, whose Protect Queue ring is empty and has no overflow, so it is below what the policy keeps
- * (ursa__pol_keep >= 1) and no shared structure is involved.  The rest: ready_slow. */
+/* The common case inline (a wake-up's hand-off, internal.h: ursa__smp_handoff_ok); the rest:
+ * ready_slow. */
 static inline void ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
-  struct ursa__runq *q = &self->runq;
-  if (ursa_likely(where == self && q->next == NULL && q->head == q->tail && t->region == NULL &&
-                  !t->pinned && self->x->xhead == NULL && ursa__g.policy != URSA__POL_GLOBAL)) {
-    t->vp = self;
-    t->in_extra = 0;
-    q->next = t;                                       /* ursa__runq_push into an empty queue */
+  if (ursa_likely(where == self && ursa__smp_handoff_ok(self, t))) {
+    ursa__smp_handoff(self, t);
     return;
   }
   ready_slow(self, t, where);
@@ -340,7 +375,19 @@ void ursa__smp_balance(struct ursa__vp *vp) {
  * threads (the rotator drains VP_backward's Waiver Queue here), applies region moves -- except
  * the move of `stays`, the region of a thread that may go on running here (a yield that finds
  * nothing else to run). */
-static inline struct ursa__thread *pick(struct ursa__vp *vp, const struct ursa__region *stays) {
+/* At every switch: vp runs alone from now on when every other VP sleeps committed (state 3: no
+ * work, no timer), see "Running alone".  The acquire pairs with the sleepers' increments; it is
+ * made only when the relaxed read says so, so that a VP that is not alone does not synchronize
+ * with every VP that ever slept (ThreadSanitizer would then miss races across those sleeps). */
+static inline void solo_check(struct ursa__vp *vp) {
+  if (!vp->solo && (unsigned)__atomic_load_n(&ursa__g.sleepers, __ATOMIC_RELAXED) + 1 == ursa__g.nvps &&
+      (unsigned)__atomic_load_n(&ursa__g.sleepers, __ATOMIC_ACQUIRE) + 1 == ursa__g.nvps) {
+    vp->solo = 1;
+    vp->stats.alone++;
+  }
+}
+
+static URSA_NOINLINE struct ursa__thread *pick_slow(struct ursa__vp *vp, const struct ursa__region *stays) {
   struct ursa__smp *x = vp->x;
   struct ursa__thread *t;
   if (ursa_unlikely(__atomic_load_n(&x->inbox_n, __ATOMIC_RELAXED) != 0)) inbox_drain(vp);
@@ -363,9 +410,39 @@ static inline struct ursa__thread *pick(struct ursa__vp *vp, const struct ursa__
     inbox_push(home, t);
   }
   if (t) t->vp = vp;
+  solo_check(vp);
   __atomic_store_n(&x->load, pq_len(vp), __ATOMIC_RELAXED);   /* for placement (URSA_VP_ANY) */
   if (x->busy != (t != NULL)) __atomic_store_n(&x->busy, (uint32_t)(t != NULL), __ATOMIC_RELAXED);
   return t;
+}
+
+/* The common case of pick() inline: a hand-off.  The thread just woken here waits alone in
+ * runq.next (ring and overflow list empty), nothing arrived from other VPs (inbox, region moves),
+ * regions are not balanced automatically, the policy has nothing to move at this switch (with one
+ * ready thread: only the rotator's drain of VP_backward's Waiver Queue), and the thread is
+ * unpinned.  Then pick_slow would only pop it: the same result, the same stores. */
+static inline struct ursa__thread *pick_handoff(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  struct ursa__runq *q = &vp->runq;
+  struct ursa__thread *t = q->next;
+  if (ursa_likely(t != NULL && q->head == q->tail && vp->runq.xhead == NULL &&
+                  (__atomic_load_n(&x->inbox_n, __ATOMIC_RELAXED) |
+                   __atomic_load_n(&x->moves, __ATOMIC_RELAXED)) == 0 &&
+                  !ursa__g.region_balance && t->region == NULL && !t->pinned &&
+                  (x->bwd_wq == NULL || ursa__wq_empty(x->bwd_wq)))) {
+    q->next = NULL;
+    t->vp = vp;
+    solo_check(vp);
+    if (x->load != 0) __atomic_store_n(&x->load, 0u, __ATOMIC_RELAXED);   /* as pick_slow */
+    if (x->busy != 1) __atomic_store_n(&x->busy, 1u, __ATOMIC_RELAXED);
+    return t;
+  }
+  return NULL;                                         /* pick_slow decides */
+}
+
+static inline struct ursa__thread *pick(struct ursa__vp *vp, const struct ursa__region *stays) {
+  struct ursa__thread *t = pick_handoff(vp);
+  return t != NULL ? t : pick_slow(vp, stays);
 }
 
 /* Switches from cur (already queued, blocked or finished) to next, or through the idle context
@@ -386,15 +463,20 @@ static int switch_to(struct ursa__vp *vp, struct ursa__thread *cur, struct ursa_
   URSA__SWITCH_RETURN(vp, cur, next);
 }
 
+static URSA_NOINLINE int switch_slow(struct ursa__vp *vp, struct ursa__thread *cur) {
+  return switch_to(vp, cur, pick_slow(vp, NULL));
+}
+
 int ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock) {
-  struct ursa__thread *cur = vp->cur;
+  struct ursa__thread *cur = vp->cur, *next;
   ursa__set_state(cur, URSA__BLOCKED);
   __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);   /* read by ursa_dump */
   __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);
   cur->wait_lock = lock;
   vp->stats.blocks++;
-  if (lock) ursa__spin_unlock(lock);
-  return switch_to(vp, cur, pick(vp, NULL));
+  if (lock) ursa__ounlock(vp, lock);
+  if ((next = pick_handoff(vp)) != NULL) return switch_to(vp, cur, next);
+  return switch_slow(vp, cur);                         /* tail calls: no frame here */
 }
 
 int ursa__smp_yield(struct ursa__vp *vp) {
@@ -543,6 +625,7 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
   uint32_t s = __atomic_load_n(&x->wakeseq, __ATOMIC_ACQUIRE);
   uint64_t t0;
   bool tr;
+  vp->solo = 0;                                        /* others may run before this VP does */
   __atomic_exchange_n(&x->sleeping, 2u, __ATOMIC_SEQ_CST);    /* publish: pairs with ursa__vp_kick */
   if (has_work(vp) || __atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) {
     if (__atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL) == 0) wait_taken(x, s);
@@ -781,10 +864,16 @@ int ursa__smp_init(void) {
   for (i = 0; i < n; i++) {
     ursa__g.vps[i]->x->fwd = ursa__g.vps[(i + 1) % n];
     ursa__g.vps[i]->x->bwd = ursa__g.vps[(i + n - 1) % n];
+    if (ursa__g.policy == URSA__POL_ROTATOR) ursa__g.vps[i]->x->bwd_wq = &ursa__g.vps[i]->x->bwd->x->wq;
   }
 #if URSA_TEST_HARD
   chaos_init();
 #endif
+  ursa__g.smp_handoff = ursa__g.policy != URSA__POL_GLOBAL
+#if URSA_TEST_HARD
+                        && !chaos_on
+#endif
+                        ;
   /* VP 0's idle context needs a stack of its own: the kernel thread's stack is main's. */
   {
     struct ursa__thread *st = ursa__stack_get_slow(v0, 65536, &err), *idle = v0->x->idle;
