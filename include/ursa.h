@@ -287,8 +287,6 @@ typedef struct ursa_stats {
   uint64_t preemptions;  /* involuntary switches (cp-ts time slice, cp-ic count) */
   uint64_t preempt_deferred; /* cp-ts slices that ended outside a safe point     */
   uint64_t ticks;        /* ursa_tick() calls (cp-ic; counted per completed round) */
-  uint64_t alone;        /* times the VP began to run alone: every other VP asleep with nothing
-                            to do, so it skipped object locks until it woke one (docs/GUIDE.md) */
 } ursa_stats_t;
 
 URSA_API unsigned ursa_vp_count(void);

@@ -706,89 +706,6 @@ TEST_IMPL(smp_idle_vps_sleep) {
   return 0;
 }
 
-/* ---- running alone: VP 0 skips object locks while VP 1 sleeps, and defers its kicks ----------- */
-
-#define ALONE_ROUNDS 200
-static ursa_sem_t alone_to_b, alone_to_a;
-static ursa_mutex_t alone_m;
-static ursa_cond_t alone_c;
-static int alone_turn;                                /* guarded by alone_m */
-static long alone_b_rounds;                           /* B's, read by main after alone_to_a */
-
-/* Bound to VP 1: woken from VP 0 by a post (even rounds) or by a signal under a mutex (odd). */
-static void *alone_b(void *arg) {
-  int i;
-  (void)arg;
-  for (i = 0; i < ALONE_ROUNDS; i++) {
-    if (i & 1) {
-      ursa_mutex_lock(&alone_m);
-      while (alone_turn != 1) ursa_cond_wait(&alone_c, &alone_m);
-      alone_turn = 0;
-      ursa_mutex_unlock(&alone_m);
-    } else {
-      ursa_sem_wait(&alone_to_b);
-    }
-    alone_b_rounds++;
-    ursa_sem_post(&alone_to_a);
-  }
-  return NULL;
-}
-
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Each round: main (VP 0) yields until VP 1, whose only thread B is blocked, has gone to sleep and
- * VP 0 counts itself alone; then it wakes B from inside an elided section (the post, or the signal
- * and the mutex unlock), so the kick of VP 1 waits for the section's end.  A lost kick leaves
- * main blocked with every VP asleep: the deadlock report fails the test.  Under ThreadSanitizer
- * the unlocked sections must not race with B's accesses on VP 1. */
-TEST_IMPL(smp_alone_elides_locks_and_defers_kicks) {
-  ursa_attr_t a;
-  ursa_thread_t b;
-  ursa_stats_t s;
-  uint64_t before;
-  int i, alone_rounds = 0;
-  ASSERT_OK(smp_init(2, 0, 0));
-  ASSERT_OK(ursa_sem_init(&alone_to_b, 0));
-  ASSERT_OK(ursa_sem_init(&alone_to_a, 0));
-  ASSERT_OK(ursa_mutex_init(&alone_m, URSA_MUTEX_NORMAL));
-  ASSERT_OK(ursa_cond_init(&alone_c));
-  ASSERT_OK(ursa_attr_init(&a));
-  ASSERT_OK(ursa_attr_setbound(&a, 1));
-  ASSERT_OK(ursa_attr_setvp(&a, 1));
-  ASSERT_OK(ursa_create(&b, &a, alone_b, NULL));
-  ASSERT_OK(ursa_stats_vp(0, &s));              /* the creation kicked VP 1: not alone now */
-  before = s.alone;
-  for (i = 0; i < ALONE_ROUNDS; i++) {
-    uint64_t end = mono_ns() + 2000 * MS * TEST_TIME_FACTOR;
-    do {                                              /* until VP 0 saw VP 1 asleep at a switch */
-      ASSERT_OK(ursa_yield());
-      ASSERT_OK(ursa_stats_vp(0, &s));
-    } while (s.alone == before && mono_ns() < end);
-    if (s.alone != before) alone_rounds++;
-    if (i & 1) {
-      ASSERT_OK(ursa_mutex_lock(&alone_m));
-      alone_turn = 1;
-      ASSERT_OK(ursa_cond_signal(&alone_c));
-      ASSERT_OK(ursa_mutex_unlock(&alone_m));
-    } else {
-      ASSERT_OK(ursa_sem_post(&alone_to_b));
-    }
-    ASSERT_OK(ursa_stats_vp(0, &s));                  /* the kick of VP 1 ended running alone */
-    before = s.alone;
-    ASSERT_OK(ursa_sem_wait(&alone_to_a));
-    ASSERT_EQ(alone_b_rounds, i + 1);
-  }
-  ASSERT_OK(ursa_join(b, NULL));
-  printf("VP 0 ran alone before %d of %d wake-ups of VP 1\n", alone_rounds, ALONE_ROUNDS);
-  ASSERT_EQ(alone_rounds, ALONE_ROUNDS);              /* VP 1 sleeps while B waits */
-  ASSERT_OK(ursa_fini());
-  return 0;
-}
-
 /* ---- ThreadSanitizer sees races between ursa threads on different VPs, and only real ones ----- */
 
 static long racy_counter;
@@ -802,8 +719,8 @@ static __attribute__((noinline)) void race_bump(void) {
 }
 
 /* The writers start together (relaxed atomics: no happens-before for TSan), so that they overlap
- * on their two VPs: a writer that ran alone while the other VP slept would be ordered before the
- * other's accesses by that VP's sleep and ursa's "running alone" check (src/sched/vp.c). */
+ * on their two VPs: a writer that ran to its end while the other VP was still waking up could
+ * be ordered before the other's accesses by the sleep/wake protocol's synchronization. */
 static int race_started;
 
 static void race_rendezvous(void) {

@@ -203,10 +203,6 @@ struct ursa__vp {
   uint8_t              smp;          /* several VPs: objects lock, switches go through src/sched */
   uint8_t              slow;         /* smp, or URSA_TRACE on: the hottest paths take their
                                         checked copies (see URSA__FAST)                         */
-  uint8_t              solo;         /* smp: every other VP sleeps with nothing to do, so object
-                                        locks are elided (ursa__olock; src/sched/vp.c)          */
-  uint8_t              kicks_deferred; /* kicks wait for the elided sections to end (vp.c)     */
-  uint32_t             elided;       /* object-lock sections entered without the lock (ursa__olock) */
   int                 *errno_p;      /* &errno of this VP's kernel thread                       */
   struct ursa__thread *zombie;       /* a detached thread that exited; released after the switch */
   struct ursa__thread **timers;      /* 1-based binary min-heap on deadline; [0] unused          */
@@ -811,36 +807,12 @@ static inline int ursa__obj_check(uint32_t *m, uint32_t magic, bool zeroable) {
   return -EINVAL;
 }
 
-/* A lock taken only when the runtime has several VPs (vp->smp, fixed by ursa_init), so with one VP
- * the core's paths stay free of atomics. */
+/* An object's lock: taken only when the runtime has several VPs (vp->smp, fixed by ursa_init), so
+ * with one VP the core's paths stay free of atomics. */
 static inline void ursa__lock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_lock(l); }
 static inline void ursa__unlock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_unlock(l); }
-
-/* An object's lock (the sync objects, a thread's join lock), taken by the running thread of vp.
- * With several VPs it is also elided while vp runs alone: when every other VP sleeps with nothing
- * to do (vp->solo), none of them can run until vp kicks one, so no one else can hold or take the
- * lock; vp->elided counts the sections entered so, and while it is not 0 vp's kicks wait for the
- * last one to end (src/sched/vp.c, "Running alone").  A section never spans a switch: a lock
- * taken here is released by ursa__ounlock, or by the block that switches out (ursa__block*). */
-URSA_HIDDEN void ursa__kicks_flush(struct ursa__vp *vp);
-static inline void ursa__olock_m(bool smp, struct ursa__vp *vp, ursa__spin_t *l) {
-  if (!smp) return;
-  if (ursa_likely((vp->solo | vp->elided) != 0)) {
-    vp->elided++;
-    return;
-  }
-  ursa__spin_lock(l);
-}
-static inline void ursa__ounlock_m(bool smp, struct ursa__vp *vp, ursa__spin_t *l) {
-  if (!smp) return;
-  if (ursa_likely(vp->elided != 0)) {
-    if (--vp->elided == 0 && ursa_unlikely(vp->kicks_deferred)) ursa__kicks_flush(vp);
-    return;
-  }
-  ursa__spin_unlock(l);
-}
-static inline void ursa__olock(struct ursa__vp *vp, ursa__spin_t *l) { ursa__olock_m(vp->smp, vp, l); }
-static inline void ursa__ounlock(struct ursa__vp *vp, ursa__spin_t *l) { ursa__ounlock_m(vp->smp, vp, l); }
+static inline void ursa__olock(const struct ursa__vp *vp, ursa__spin_t *l) { ursa__lock_if(vp->smp, l); }
+static inline void ursa__ounlock(const struct ursa__vp *vp, ursa__spin_t *l) { ursa__unlock_if(vp->smp, l); }
 
 /* The hottest operations (semaphores, mutexes) are written once as an always-inline body taking
  * `const bool smp` and instantiated twice, so the one-VP copy has no SMP test left in it. */

@@ -412,12 +412,12 @@ static URSA__ALWAYS_INLINE int join_(struct ursa__vp *vp, struct ursa__thread *t
   const bool smp = mode == URSA__SMPMODE;
   struct ursa__thread *cur = vp->cur;
   if (t == cur) return -EDEADLK;
-  ursa__olock_m(smp, vp, &t->lock);
-  if (t->detached || t->joiner) { ursa__ounlock_m(smp, vp, &t->lock); return -EINVAL; }
+  ursa__lock_if(smp, &t->lock);
+  if (t->detached || t->joiner) { ursa__unlock_if(smp, &t->lock); return -EINVAL; }
   if (ursa__get_state(t) == URSA__BLOCKED &&
       __atomic_load_n(&t->wait_kind, __ATOMIC_RELAXED) == URSA__W_JOIN &&
       __atomic_load_n(&t->wait_obj, __ATOMIC_RELAXED) == cur) {   /* t joins us: a cycle */
-    ursa__ounlock_m(smp, vp, &t->lock);
+    ursa__unlock_if(smp, &t->lock);
     return -EDEADLK;
   }
   if (ursa__get_state(t) != URSA__ZOMBIE) {
@@ -425,7 +425,7 @@ static URSA__ALWAYS_INLINE int join_(struct ursa__vp *vp, struct ursa__thread *t
     ursa__block_m(mode, vp, URSA__W_JOIN, t, &t->lock, 0);
     vp = smp ? ursa__vp_current() : ursa__tls_vp;
   } else {
-    ursa__ounlock_m(smp, vp, &t->lock);
+    ursa__unlock_if(smp, &t->lock);
   }
   if (smp) ursa__oncpu_wait(t);                     /* its VP may still be switching away */
   if (result) *result = t->result;
@@ -451,17 +451,17 @@ int ursa_join(ursa_thread_t h, void **result) {
  * executor of the shell's stackless thread releases t once the shell is woken. */
 int ursa__join_async(struct ursa__vp *vp, struct ursa__thread *t, struct ursa__thread *shell) {
   const bool smp = vp->smp;
-  ursa__olock_m(smp, vp, &t->lock);
-  if (t->detached || t->joiner) { ursa__ounlock_m(smp, vp, &t->lock); return -EINVAL; }
+  ursa__lock_if(smp, &t->lock);
+  if (t->detached || t->joiner) { ursa__unlock_if(smp, &t->lock); return -EINVAL; }
   if (ursa__get_state(t) != URSA__ZOMBIE) {
     ursa__set_state(shell, URSA__BLOCKED);             /* before t can see it: t's lock orders it */
     shell->wait_kind = URSA__W_JOIN;
     shell->wait_obj = t;
     t->joiner = shell;
-    ursa__ounlock_m(smp, vp, &t->lock);
+    ursa__unlock_if(smp, &t->lock);
     return 1;
   }
-  ursa__ounlock_m(smp, vp, &t->lock);
+  ursa__unlock_if(smp, &t->lock);
   ursa__join_async_done(vp, t);
   return 0;
 }

@@ -33,10 +33,6 @@ struct ursa__smp {
   void                *kstack;        /* its stack (mapped by ursa, so nothing stays cached)     */
   void                *altstack;      /* its alternate signal stack                             */
   uint8_t              in_idle;       /* counted in ursa__g.idle_vps                            */
-  /* kicks deferred while this VP ran alone (vp.c, "Running alone"): the list of targets is the
-   * deferring VP's, the link and flag are the target's, written only by the VP running alone */
-  uint8_t              kick_queued;
-  struct ursa__vp     *kick_head, *kick_next;
 
   /* the Waiver Queue: pushed by the owner, popped by forward(i) (rotator) or by any VP under
    * wq_lock (lb2); and the work-stealing deque (steal) */

@@ -50,18 +50,6 @@
  *   ursa_exit, and the process exits with 0).  Counting before the recheck gave false deadlock
  *   reports; spin found it (model/README.md).
  *
- * Running alone.  When every other VP sleeps committed (state 3 above: no work, no timer), none of
- * them can run again until some VP kicks it, and only a running VP kicks.  The one VP that runs
- * (it sees ursa__g.sleepers == N - 1 at a switch, an acquire that pairs with the sleepers'
- * increments, so it sees everything they did) sets vp->solo and then enters object-lock sections
- * without the lock (ursa__olock counts them in vp->elided): no other VP holds or can take one.
- * Its first kick of another VP clears solo; a kick made inside such a section (a post that wakes
- * a thread pinned elsewhere) is deferred until the last one ends (ursa__kicks_flush, called by
- * ursa__ounlock), so the woken VP never meets a section still in progress, and the kick's
- * release orders everything done in it before the woken VP's first step.  Going to sleep clears
- * solo.  glibc skips its atomics while a process has one thread for the same reason; here it
- * saves the two locked instructions of a hand-off (~1 ns of the 2-VP thread-ring).
- *
  * Timed waits across VPs.  A timed waiter is in the timer heap of the VP it blocked on (guarded by
  * that VP's tlock) and in the object's wait queue (guarded by the object's lock).  Its waker and
  * its timer race; the winner is the one that exchanges t->claim from 0 to 1 first:
@@ -136,37 +124,9 @@ static void futex_wake(uint32_t *w) {
 
 /* ---- sleep and wake (protocol above) ---------------------------------------------------------- */
 
-/* Kicks deferred by an elided section (see "Running alone" above): a list through the targets,
- * written only by the one VP that runs while they sleep. */
-static void kick_defer(struct ursa__vp *self, struct ursa__vp *v) {
-  if (v->x->kick_queued) return;
-  v->x->kick_queued = 1;
-  v->x->kick_next = self->x->kick_head;
-  self->x->kick_head = v;
-  self->kicks_deferred = 1;
-}
-
-URSA_NOINLINE void ursa__kicks_flush(struct ursa__vp *vp) {
-  struct ursa__vp *v;
-  vp->kicks_deferred = 0;
-  while ((v = vp->x->kick_head) != NULL) {
-    vp->x->kick_head = v->x->kick_next;
-    v->x->kick_queued = 0;
-    ursa__vp_kick(v);
-  }
-}
-
 void ursa__vp_kick(struct ursa__vp *v) {
   struct ursa__smp *x = v->x;
-  struct ursa__vp *self = ursa__tls_vp;
   uint32_t old;
-  if (self != NULL && self->smp) {
-    self->solo = 0;                                    /* v may run from now on: lock objects */
-    if (ursa_unlikely(self->elided != 0)) {            /* inside a section entered unlocked: v */
-      kick_defer(self, v);                             /* wakes when the last one ends         */
-      return;
-    }
-  }
   /* A read-modify-write, not a plain load after a fence: whichever of this and the sleeper's
    * exchange comes later in sleeping's modification order sees the other (the Dekker pair of the
    * protocol above, in a form ThreadSanitizer understands). */
@@ -375,18 +335,6 @@ void ursa__smp_balance(struct ursa__vp *vp) {
  * threads (the rotator drains VP_backward's Waiver Queue here), applies region moves -- except
  * the move of `stays`, the region of a thread that may go on running here (a yield that finds
  * nothing else to run). */
-/* At every switch: vp runs alone from now on when every other VP sleeps committed (state 3: no
- * work, no timer), see "Running alone".  The acquire pairs with the sleepers' increments; it is
- * made only when the relaxed read says so, so that a VP that is not alone does not synchronize
- * with every VP that ever slept (ThreadSanitizer would then miss races across those sleeps). */
-static inline void solo_check(struct ursa__vp *vp) {
-  if (!vp->solo && (unsigned)__atomic_load_n(&ursa__g.sleepers, __ATOMIC_RELAXED) + 1 == ursa__g.nvps &&
-      (unsigned)__atomic_load_n(&ursa__g.sleepers, __ATOMIC_ACQUIRE) + 1 == ursa__g.nvps) {
-    vp->solo = 1;
-    vp->stats.alone++;
-  }
-}
-
 static URSA_NOINLINE struct ursa__thread *pick_slow(struct ursa__vp *vp, const struct ursa__region *stays) {
   struct ursa__smp *x = vp->x;
   struct ursa__thread *t;
@@ -410,7 +358,6 @@ static URSA_NOINLINE struct ursa__thread *pick_slow(struct ursa__vp *vp, const s
     inbox_push(home, t);
   }
   if (t) t->vp = vp;
-  solo_check(vp);
   __atomic_store_n(&x->load, pq_len(vp), __ATOMIC_RELAXED);   /* for placement (URSA_VP_ANY) */
   if (x->busy != (t != NULL)) __atomic_store_n(&x->busy, (uint32_t)(t != NULL), __ATOMIC_RELAXED);
   return t;
@@ -425,14 +372,13 @@ static inline struct ursa__thread *pick_handoff(struct ursa__vp *vp) {
   struct ursa__smp *x = vp->x;
   struct ursa__runq *q = &vp->runq;
   struct ursa__thread *t = q->next;
-  if (ursa_likely(t != NULL && q->head == q->tail && vp->runq.xhead == NULL &&
+  if (ursa_likely(t != NULL && q->head == q->tail && q->xhead == NULL &&
                   (__atomic_load_n(&x->inbox_n, __ATOMIC_RELAXED) |
                    __atomic_load_n(&x->moves, __ATOMIC_RELAXED)) == 0 &&
                   !ursa__g.region_balance && t->region == NULL && !t->pinned &&
                   (x->bwd_wq == NULL || ursa__wq_empty(x->bwd_wq)))) {
     q->next = NULL;
     t->vp = vp;
-    solo_check(vp);
     if (x->load != 0) __atomic_store_n(&x->load, 0u, __ATOMIC_RELAXED);   /* as pick_slow */
     if (x->busy != 1) __atomic_store_n(&x->busy, 1u, __ATOMIC_RELAXED);
     return t;
@@ -474,7 +420,7 @@ int ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock
   __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);
   cur->wait_lock = lock;
   vp->stats.blocks++;
-  if (lock) ursa__ounlock(vp, lock);
+  if (lock) ursa__spin_unlock(lock);
   if ((next = pick_handoff(vp)) != NULL) return switch_to(vp, cur, next);
   return switch_slow(vp, cur);                         /* tail calls: no frame here */
 }
@@ -625,7 +571,6 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
   uint32_t s = __atomic_load_n(&x->wakeseq, __ATOMIC_ACQUIRE);
   uint64_t t0;
   bool tr;
-  vp->solo = 0;                                        /* others may run before this VP does */
   __atomic_exchange_n(&x->sleeping, 2u, __ATOMIC_SEQ_CST);    /* publish: pairs with ursa__vp_kick */
   if (has_work(vp) || __atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) {
     if (__atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL) == 0) wait_taken(x, s);

@@ -49,10 +49,10 @@ int ursa_sem_destroy(ursa_sem_t *s) {
 static URSA__ALWAYS_INLINE int sem_wait_(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline, const int mode) {
   const bool smp = mode == URSA__SMPMODE;
   vp->stats.p_ops++;
-  ursa__olock_m(smp, vp, &x->lock);
+  ursa__lock_if(smp, &x->lock);
   if (ursa_likely(x->value > 0)) {
     x->value--;
-    ursa__ounlock_m(smp, vp, &x->lock);
+    ursa__unlock_if(smp, &x->lock);
     return 0;
   }
   vp->stats.p_blocking++;
@@ -113,24 +113,24 @@ int ursa_sem_trywait(ursa_sem_t *s) {
   return 0;
 }
 
-static URSA__ALWAYS_INLINE int sem_post_(struct ursa__vp *vp, struct ursa__sem *x, const int mode) {
+static URSA__ALWAYS_INLINE int sem_post_(struct ursa__sem *x, const int mode) {
   const bool smp = mode == URSA__SMPMODE;
   struct ursa__thread *t;
-  ursa__olock_m(smp, vp, &x->lock);
+  ursa__lock_if(smp, &x->lock);
   if ((t = ursa__q_take_if(smp, &x->q)) != NULL) {
     ursa__wake_m(mode, t, 0);
-    ursa__ounlock_m(smp, vp, &x->lock);
+    ursa__unlock_if(smp, &x->lock);
     return 0;
   }
-  if (x->value >= URSA_SEM_VALUE_MAX) { ursa__ounlock_m(smp, vp, &x->lock); return -EOVERFLOW; }
+  if (x->value >= URSA_SEM_VALUE_MAX) { ursa__unlock_if(smp, &x->lock); return -EOVERFLOW; }
   x->value++;
-  ursa__ounlock_m(smp, vp, &x->lock);
+  ursa__unlock_if(smp, &x->lock);
   return 0;
 }
 
 /* The checked copies (several VPs, tracing, cp-ts) end in the preemption point (src/model/). */
 static URSA_NOINLINE int sem_post_slow(struct ursa__vp *vp, struct ursa__sem *x) {
-  int r = vp->smp ? sem_post_(vp, x, URSA__SMPMODE) : sem_post_(vp, x, URSA__CHECKED);
+  int r = vp->smp ? sem_post_(x, URSA__SMPMODE) : sem_post_(x, URSA__CHECKED);
   ursa__preempt_point(vp);
   return r;
 }
@@ -139,7 +139,7 @@ int ursa_sem_post(ursa_sem_t *s) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
   if (ursa_unlikely(vp->slow)) return sem_post_slow(vp, x);
-  return sem_post_(vp, x, URSA__FAST);
+  return sem_post_(x, URSA__FAST);
 }
 
 int ursa_sem_getvalue(ursa_sem_t *s, int *value) {
