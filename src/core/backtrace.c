@@ -17,7 +17,8 @@
  * and after, and says so when another VP resumed it meanwhile (its frames may then be wrong).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "backtrace.h"
+#include "vp.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>

@@ -28,8 +28,7 @@
  * Executed only by the VP's own kernel thread (the pool is per VP and unlocked).
  */
 #define _GNU_SOURCE
-#include "internal.h"
-#include "../model/model.h"
+#include "stack.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -18,7 +18,7 @@
  *   Per VP at most URSA_TRACE_EVENTS events (default 1,000,000) are kept; later ones are counted
  *   as dropped, and the file says where that VP's record ends.
  *
- *   The hooks (internal.h: URSA__TRACING()) cost, when URSA_TRACE is unset, one relaxed load of
+ *   The hooks (trace.h: URSA__TRACING()) cost, when URSA_TRACE is unset, one relaxed load of
  *   ursa__trace_flag.on and a predicted branch.  Switches: URSA__SWITCH_RETURN (the tail-called
  *   switch of yield, block, named yield and the SMP paths) hands the whole switch to
  *   ursa__switch_traced when tracing, and ursa__switch_prepare (finish, the SMP idle context)
@@ -43,7 +43,7 @@
  *   VP, only while the flag is set.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -173,10 +173,6 @@ void ursa__trace_switch(struct ursa__vp *vp, const struct ursa__thread *from, co
   errno = e;
 }
 
-int ursa__switch_traced(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
-  ursa__trace_switch(vp, from, to);
-  URSA__SWITCH_RETURN_RAW(vp, from, to);
-}
 
 void ursa__trace_wake(struct ursa__vp *self, const struct ursa__thread *t, unsigned to_vp, int res) {
   struct tvp *b = &T.vps[self->index];

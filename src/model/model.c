@@ -82,7 +82,30 @@ int ursa__model_config(ursa_config_t *c, const ursa_config_t *given) {
   return 0;
 }
 
+/* The scheduler's hooks (sched.h): what a VP 1..N-1 does at its start and stop, and around its
+ * waits in the kernel. */
+static void vp_start(struct ursa__vp *vp) {
+  vp->ic_left = ursa__ic_start();                      /* ursa__tick's countdown */
+  if (ursa__g.model == URSA_MODEL_CP_TS && ursa__ts_vp_start(vp) != 0)
+    fprintf(stderr, "ursa: cp-ts: VP %u has no timer (timer_create failed): its threads are not "
+                    "time-sliced\n", vp->index);
+  if (ursa__rot_vp_start(vp) != 0)                    /* URSA_ROTATE_US: no-op when off */
+    fprintf(stderr, "ursa: URSA_ROTATE_US: VP %u has no interval timer (timer_create failed)\n", vp->index);
+}
+static void vp_stop(struct ursa__vp *vp) {
+  ursa__rot_vp_stop(vp);
+  ursa__ts_vp_stop(vp);
+}
+static void vp_idle(struct ursa__vp *vp, int sleep) {
+  if (vp->pre_timer_on) ursa__ts_idle(vp, sleep);
+  if (vp->rot_timer_on) ursa__rot_idle(vp, sleep);
+}
+
 int ursa__model_start(struct ursa__vp *vp0) {
+  ursa__model_hooks.vp_start = vp_start;
+  ursa__model_hooks.vp_stop = vp_stop;
+  ursa__model_hooks.idle = vp_idle;
+  ursa__model_hooks.deferred = ursa__preempt_deferred;
   if (ursa__g.model == 0) ursa__g.model = ursa__g.nvps > 1 ? URSA_MODEL_PCM : URSA_MODEL_CM;
   __atomic_store_n(&ursa__tick_flag, ursa__g.model == URSA_MODEL_CP_IC ? URSA__TICK_IC : 0, __ATOMIC_RELAXED);
   vp0->ic_left = ursa__ic_start();

@@ -7,7 +7,7 @@
 #ifndef URSA_MODEL_H
 #define URSA_MODEL_H
 
-#include "../core/internal.h"
+#include "../sched/sched.h"
 
 /* ---- model.c ---- */
 /* Resolves c->model from the config and URSA_MODEL, checks it against c->vps (cm: one VP) and
@@ -25,13 +25,8 @@ URSA_HIDDEN int32_t ursa__ic_start(void);
 /* ursa_fini, and a failing ursa_init. */
 URSA_HIDDEN void ursa__model_stop(struct ursa__vp *vp0);
 
-/* A preemption that was deferred (vp->pre_pending) is taken here when the running thread may be
- * switched out: called by ursa calls that do not otherwise switch (post, unlock, signal, create),
- * at their end, with no lock held. */
+/* The hook behind ursa__preempt_point (sched.h): takes the deferred preemption. */
 URSA_HIDDEN void ursa__preempt_deferred(struct ursa__vp *vp);
-static inline void ursa__preempt_point(struct ursa__vp *vp) {
-  if (ursa_unlikely(__atomic_load_n(&vp->pre_pending, __ATOMIC_RELAXED))) ursa__preempt_deferred(vp);
-}
 /* Switches the running thread out involuntarily (a time slice or a tick count ended): a yield that
  * keeps the thread on this VP, since the compiled code it was interrupted in may hold addresses
  * of this kernel thread's TLS (errno, __thread).  Counts a preemption when another thread ran.
@@ -41,7 +36,6 @@ URSA_HIDDEN struct ursa__vp *ursa__preempt_switch(struct ursa__vp *vp);
 URSA_HIDDEN void ursa__pending_set(struct ursa__vp *vp, int on);
 
 /* ---- preempt.c (cp-ts) ---- */
-#define URSA__PREEMPT_SIGNAL (SIGRTMIN + 4)               /* needs <signal.h> */
 URSA_HIDDEN int  ursa__ts_check(void);                     /* -ENOTSUP with a message if unsafe  */
 URSA_HIDDEN int  ursa__ts_install(void);                   /* the handler, once per ursa_init    */
 URSA_HIDDEN void ursa__ts_uninstall(void);
@@ -51,16 +45,11 @@ URSA_HIDDEN void ursa__ts_vp_stop(struct ursa__vp *vp);    /* on the VP's own ke
  * no timer signals. */
 URSA_HIDDEN void ursa__ts_idle(struct ursa__vp *vp, int sleep);
 /* The rotator's interval timer (URSA_ROTATE_US): the same shape, on its own signal. */
-#define URSA__ROTATE_SIGNAL (SIGRTMIN + 5)
 URSA_HIDDEN int  ursa__rot_config(unsigned rotate_us, int given);   /* sets ursa__g.rotate_ns     */
 URSA_HIDDEN int  ursa__rot_install(void);
 URSA_HIDDEN void ursa__rot_uninstall(void);
 URSA_HIDDEN int  ursa__rot_vp_start(struct ursa__vp *vp);
 URSA_HIDDEN void ursa__rot_vp_stop(struct ursa__vp *vp);
 URSA_HIDDEN void ursa__rot_idle(struct ursa__vp *vp, int sleep);
-static inline void ursa__preempt_idle(struct ursa__vp *vp, int sleep) {
-  if (ursa_unlikely(vp->pre_timer_on)) ursa__ts_idle(vp, sleep);
-  if (ursa_unlikely(vp->rot_timer_on)) ursa__rot_idle(vp, sleep);
-}
 
 #endif

@@ -103,7 +103,7 @@ static const char *unsafe_here(void) {
   if (ursa__text_lo != NULL && ursa__text_hi != NULL) {
     ursa_lo = (uintptr_t)ursa__text_lo;
     ursa_hi = (uintptr_t)ursa__text_hi;
-  } else if (in_exe((uintptr_t)&ursa_init)) {
+  } else if (in_exe((uintptr_t)&ursa__ts_check)) {             /* any function of ursa */
     return "ursa's code is inside the executable but its section ursa_text is missing";
   }
   m = dlsym(RTLD_DEFAULT, "malloc");

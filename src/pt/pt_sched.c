@@ -42,14 +42,15 @@
  *
  * Wait shells: a stackless thread joining an ursa thread (or waiting on an ursa_sem_t) borrows a
  *   struct ursa__thread without stack from its executor's pool and queues it where the core
- *   queues a blocked thread (internal.h).  The core's wake hands it to ursa__pts_shell_wake, on
+ *   queues a blocked thread (src/sched/sched.h).  The core's wake hands it to ursa__pts_shell_wake, on
  *   the waker's VP, which puts it on the executor's completed list; the executor finishes the
  *   wait (a join releases the joined thread) and makes the stackless thread ready.
  *
  * Executed only by ursa threads (stackless ones run inside their executor's ursa thread).
  */
 #define _GNU_SOURCE
-#include "../core/internal.h"
+#include "../sched/sched.h"
+#include "../model/model.h"
 #include "ursa/pt_sched.h"
 
 #include <stdlib.h>
@@ -262,6 +263,7 @@ static struct ursa__thread *shell_get(struct ursa__pts_exec *E, struct ursa__vp 
   else if (URSA__FAIL() || (sh = calloc(1, sizeof *sh)) == NULL) return NULL;
   sh->heap_idx = URSA__HEAP_SHELL;                    /* routes the core's wake to us */
   sh->is_shell = 1;                                   /* ... with several VPs, this does */
+  sh->shell_wake = ursa__pts_shell_wake;
   sh->vp = vp;
   sh->timer_vp = NULL;                                /* no timer: a waker takes it as it is */
   sh->claim = 0;
@@ -350,7 +352,7 @@ static bool idle_wait(struct ursa__pts_exec *E) {
     me->timer_vp = vp;
     __atomic_store_n(&me->claim, 1, __ATOMIC_RELAXED);
   }
-  ursa__block_if(E->smp, vp, URSA__W_SEM, E, &E->lock, deadline);
+  ursa__block_if(E->smp, vp, URSA__W_PT_IDLE, E, &E->lock, deadline);
   ursa__lock_if(E->smp, &E->lock);
   E->idle = 0;
   ursa__unlock_if(E->smp, &E->lock);
@@ -401,10 +403,23 @@ static void *exec_main(void *arg) {
 
 /* ---- the registry ----------------------------------------------------------------------------- */
 
+/* The kinds of wait of this layer, as the reports print them (src/sched/report.c): registered by
+ * the first executor or stackless semaphore (idempotent: the same pointers every time). */
+static const struct ursa__waitkind
+  kind_join = { "ursa_pts_join on stackless thread", NULL, 0 },
+  kind_sem  = { "ursa_pts_sem_wait on stackless semaphore", NULL, 0 },
+  kind_idle = { "an executor's idle wait (no stackless thread ready) on executor", NULL, 0 };
+static void register_kinds(void) {
+  ursa__waitkind_register(URSA__W_PT_JOIN, &kind_join);
+  ursa__waitkind_register(URSA__W_PT_SEM, &kind_sem);
+  ursa__waitkind_register(URSA__W_PT_IDLE, &kind_idle);
+}
+
 static struct ursa__pts_exec *exec_new(int vp, ursa_region_t *r, int *err) {
   struct ursa__pts_exec *E = calloc(1, sizeof *E);
   ursa_attr_t a;
   char name[URSA_NAME_MAX];
+  register_kinds();
   if (URSA__FAIL() || E == NULL) { free(E); *err = -ENOMEM; return NULL; }
   E->smp = ursa__g.nvps > 1;
   /* The header's inline paths: one VP, cm/pcm (the same for every executor of a runtime).  Set
@@ -616,7 +631,7 @@ int ursa_pts_join(struct ursa_pts *t) {
   node.arg = vp->cur;
   t->joiner = &node;
   vp->cur->waitq = NULL;
-  ursa__block(vp, URSA__W_SEM, t, &E->lock, 0);     /* releases the lock once BLOCKED */
+  ursa__block(vp, URSA__W_PT_JOIN, t, &E->lock, 0);  /* releases the lock once BLOCKED */
   return 0;
 }
 
@@ -639,7 +654,7 @@ int ursa__pts_join(struct ursa_pts *self, struct ursa_pts *t) {
   return r;
 }
 
-/* A stackless thread waits for an ursa thread: through a shell (internal.h). */
+/* A stackless thread waits for an ursa thread: through a shell (src/sched/sched.h). */
 int ursa__pts_join_thread(struct ursa_pts *self, ursa_thread_t th) {
   struct ursa__pts_exec *E = self->exec;
   struct ursa__vp *vp = URSA__VP_AFTER_SWITCH();
@@ -739,6 +754,7 @@ int ursa__pts_sleep(struct ursa_pts *self, uint64_t ns) {
   } while (0)
 
 int ursa_pts_sem_init(struct ursa_pts_sem *s, unsigned value) {
+  register_kinds();
   if (ursa__tls_vp == NULL) return -EPERM;
   if (s == NULL || value > URSA_SEM_VALUE_MAX) return -EINVAL;
   memset(s, 0, sizeof *s);
@@ -805,7 +821,7 @@ int ursa_pts_sem_wait(struct ursa_pts_sem *s) {
   node.arg = vp->cur;
   sem_enqueue(s, &node);
   vp->cur->waitq = NULL;
-  ursa__block(vp, URSA__W_SEM, s, &s->lock, 0);     /* 0: a post handed us its unit */
+  ursa__block(vp, URSA__W_PT_SEM, s, &s->lock, 0);  /* 0: a post handed us its unit */
   return 0;
 }
 

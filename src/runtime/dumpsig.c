@@ -19,7 +19,7 @@
  * Called by ursa_init and ursa_fini only.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "runtime.h"
 
 #include <ctype.h>
 #include <errno.h>

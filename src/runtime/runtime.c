@@ -8,10 +8,11 @@
  * ursa_init and ursa_fini are called by that kernel thread only.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "runtime.h"
 #include "../model/model.h"
 #include "../sched/sched_smp.h"
 #include "../sched/policy.h"
+#include "../sync/sync.h"
 
 #include <sched.h>
 
@@ -22,18 +23,11 @@
 #include <string.h>
 #include <unistd.h>
 
-struct ursa__global ursa__g;
-
 static int atexit_registered;
 
 /* Counters of every VP, kept for ursa_stats after ursa_fini (URSA_STATS prints them at exit). */
 static ursa_stats_t kept[64];
 static unsigned kept_n;
-
-void ursa__panic(const char *where, const char *msg) {
-  fprintf(stderr, "ursa: internal error in %s: %s\n", where, msg);
-  abort();
-}
 
 /* ---- configuration ---------------------------------------------------------------------------- */
 
@@ -64,17 +58,6 @@ static int env_flag(const char *name) {
   return v && *v && strcmp(v, "0") != 0;
 }
 
-unsigned long ursa__env_range(const char *name, unsigned long lo, unsigned long hi) {
-  const char *v = getenv(name);
-  char *end;
-  unsigned long n;
-  if (v == NULL || *v == '\0') return 0;
-  n = strtoul(v, &end, 10);
-  if (*end == '\0' && n >= lo && n <= hi) return n;
-  fprintf(stderr, "ursa: ignoring %s=%s: not a number from %lu to %lu\n", name, v, lo, hi);
-  return 0;
-}
-
 static unsigned env_uint(const char *name) { return (unsigned)ursa__env_range(name, 1, 4096); }
 
 static int env_sched(void) {
@@ -98,22 +81,15 @@ static void print_stats_at_exit(void) {
   if (ursa__g.stats) ursa_stats_print(stderr);
 }
 
-#if URSA_TEST_HARD
-static long fail_at, alloc_count;
-
-bool ursa__fail_now(void) {
-  return fail_at > 0 && ++alloc_count == fail_at;
-}
-#endif
-
 int ursa_init(const ursa_config_t *cfg) {
   struct ursa__vp *vp = &ursa__g.vp0;
   ursa_config_t c;
   int err;
   if (ursa__g.initialized || ursa__tls_vp) return -EBUSY;
+  ursa__sched_register_kinds();                        /* the reports' names of each wait */
+  ursa__sync_register_kinds();
 #if URSA_TEST_HARD
-  fail_at = getenv("URSA_FAIL_AT") ? atol(getenv("URSA_FAIL_AT")) : 0;
-  alloc_count = 0;
+  ursa__fail_reset();
 #endif
   memset(&c, 0, sizeof c);
   if (cfg) c = *cfg;
@@ -183,7 +159,7 @@ int ursa_init(const ursa_config_t *cfg) {
   vp->slow = vp->smp || URSA__TRACING() || ursa__g.model == URSA_MODEL_CP_TS;
   if (err == 0) err = ursa__model_go(vp);            /* cp-ts: VP 0's timer; handlers act */
   if (err != 0) {
-    if (vp->smp) ursa__smp_fini();                    /* VPs 1..N-1 delete their timers */
+    if (vp->smp) ursa__smp_fini(NULL);                /* VPs 1..N-1 delete their timers */
     ursa__model_stop(vp);                             /* then the handler goes */
     ursa__trace_discard();
     ursa__tls_vp = NULL;
@@ -206,7 +182,7 @@ fail:                                                 /* each undo is a no-op if
   return err;
 }
 
-void ursa__stats_keep(void) {
+static void stats_keep(void) {
   unsigned i;
   kept_n = ursa__g.nvps < 64 ? ursa__g.nvps : 64;
   for (i = 0; i < kept_n; i++) kept[i] = ursa__g.vps[i]->stats;
@@ -228,7 +204,7 @@ int ursa_fini(void) {
   ursa__dumpsig_stop();                               /* no dump reads what fini frees */
   __atomic_store_n(&ursa__g.preempt_live, 0, __ATOMIC_RELAXED);   /* cp-ts: ticks are ignored */
   ursa__reap(vp);
-  if (vp->smp) ursa__smp_fini();                      /* keeps the counters (stats_keep) */
+  if (vp->smp) ursa__smp_fini(stats_keep);            /* keeps the counters first */
   ursa__model_stop(vp);
   ursa__trace_fini();                                 /* URSA_TRACE: every VP has stopped */
   ursa__overflow_handler_remove();

@@ -34,9 +34,7 @@
  * Everything here is executed only by the VP's own kernel thread, on behalf of its running thread.
  */
 #define _GNU_SOURCE
-#include "internal.h"
-#include "../model/model.h"
-#include "../sched/sched_smp.h"
+#include "sched_smp.h"
 
 #include <sched.h>
 
@@ -47,53 +45,13 @@
 #include <unistd.h>
 
 
-__thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-exec")));
+/* The execution model's hooks (sched.h), filled by src/model/ at ursa_init. */
+struct ursa__model_hooks ursa__model_hooks;
 
-struct ursa__vp *ursa__vp_current(void) {
-  __asm__ volatile("" ::: "memory");          /* not a pure function: never merged across calls */
-  return ursa__tls_vp;
-}
-
-/* ---- spin locks ------------------------------------------------------------------------------ */
-
-void ursa__spin_lock_slow(ursa__spin_t *l) {
-  unsigned spins = 0;
-  do {
-    while (__atomic_load_n(l, __ATOMIC_RELAXED) != 0) {   /* read-only wait: no line ping-pong */
-      if (++spins < 128) {
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        __asm__ volatile("yield");
-#endif
-      } else {
-        sched_yield();                                 /* the holder may be preempted */
-      }
-    }
-  } while (__atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE) != 0);   /* pairs with ursa__spin_unlock */
-}
-
-/* ---- time ------------------------------------------------------------------------------------- */
-
-uint64_t ursa__now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-int ursa__deadline(int clock, const struct timespec *abstime, uint64_t *out) {
-  struct timespec now;
-  int64_t delta;
-  uint64_t mono;
-  if (abstime == NULL || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L || abstime->tv_sec < 0)
-    return -EINVAL;
-  if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) return -EINVAL;
-  if (clock_gettime(clock, &now) != 0) return -EINVAL;
-  delta = ((int64_t)abstime->tv_sec - (int64_t)now.tv_sec) * 1000000000LL +
-          (abstime->tv_nsec - now.tv_nsec);
-  mono = ursa__now();
-  *out = delta <= 0 ? 1 : mono + (uint64_t)delta;            /* 1: passed already */
-  return 0;
+/* The whole switch when URSA_TRACE records (URSA__SWITCH_RETURN): the event, then the switch. */
+int ursa__switch_traced(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
+  ursa__trace_switch(vp, from, to);
+  URSA__SWITCH_RETURN_RAW(vp, from, to);
 }
 
 /* ---- timer heap (1-based binary min-heap on deadline) ----------------------------------------- */
@@ -182,7 +140,7 @@ int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
 }
 
 void ursa__wake_slow(struct ursa__thread *t, int res) {
-  if (t->heap_idx == URSA__HEAP_SHELL) { ursa__pts_shell_wake(t, res); return; }   /* src/pt/ */
+  if (t->heap_idx == URSA__HEAP_SHELL) { t->shell_wake(t, res); return; }   /* src/pt/ */
   if (t->heap_idx) ursa__timer_cancel(t->vp, t);
   if (URSA__TRACING()) ursa__trace_wake(t->vp, t, 0, res);   /* URSA_TRACE: one VP */
   ursa__wake_ready(t, res);
@@ -326,7 +284,7 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
   }
 run:
   if (URSA__TRACING()) {
-    ursa__switch_traced(vp, cur, next);                       /* URSA_TRACE (see internal.h) */
+    ursa__switch_traced(vp, cur, next);                       /* URSA_TRACE (see sched.h) */
   } else {
     ursa__switch_prepare_raw(vp, cur, next);
     ursa__ctx_switch(&cur->ctx, &next->ctx, next->wake_result);
@@ -393,160 +351,5 @@ int ursa_sleep_ns(uint64_t ns) {
   now = ursa__now();
   vp->cur->waitq = NULL;                                      /* on no queue while asleep */
   ursa__block(vp, URSA__W_SLEEP, NULL, NULL, ns > UINT64_MAX - now ? UINT64_MAX : now + ns);
-  return 0;
-}
-
-/* ---- deadlock report -------------------------------------------------------------------------- */
-
-const char *ursa__wait_name(int kind) {
-  switch (kind) {
-  case URSA__W_SEM:       return "ursa_sem_wait on semaphore";
-  case URSA__W_MUTEX:     return "ursa_mutex_lock on mutex";
-  case URSA__W_COND:      return "ursa_cond_wait on condition variable";
-  case URSA__W_BARRIER:   return "ursa_barrier_wait on barrier";
-  case URSA__W_RDLOCK:    return "ursa_rwlock_rdlock on rwlock";
-  case URSA__W_WRLOCK:    return "ursa_rwlock_wrlock on rwlock";
-  case URSA__W_ONCE:      return "ursa_once on once";
-  case URSA__W_IVAR:      return "ursa_ivar_get on I-structure";
-  case URSA__W_MVAR_TAKE: return "ursa_mvar_take on M-structure";
-  case URSA__W_MVAR_PUT:  return "ursa_mvar_put on M-structure";
-  case URSA__W_JOIN:      return "ursa_join on thread";
-  case URSA__W_SLEEP:     return "ursa_sleep_ns";
-  default:                return "nothing";
-  }
-}
-
-/* The wait-for graph: the thread that t waits for, when the object says who that is (a mutex's
- * owner, an rwlock's writer, a joined thread); NULL otherwise (semaphores, cells and barriers have
- * no owner).  Every thread has at most one such edge, so cycles are found in linear time. */
-static struct ursa__thread *waits_for(const struct ursa__thread *t) {
-  if (t->state != URSA__BLOCKED) return NULL;
-  switch (t->wait_kind) {
-  case URSA__W_MUTEX:  return ursa__mutex_owner(t->wait_obj);
-  case URSA__W_RDLOCK:
-  case URSA__W_WRLOCK: return ursa__rwlock_writer(t->wait_obj);
-  case URSA__W_JOIN:   return t->wait_obj;
-  default:             return NULL;
-  }
-}
-
-/* Prints what t waits on, e.g. "ursa_mutex_lock on mutex 0x... held by thread 3 (b)". */
-static void print_wait(FILE *f, const struct ursa__thread *t) {
-  const struct ursa__thread *h = waits_for(t);
-  if (t->wait_kind == URSA__W_JOIN) {
-    fprintf(f, "%s %llu (%s)", ursa__wait_name(t->wait_kind), (unsigned long long)h->id, h->name);
-    return;
-  }
-  if (t->wait_kind == URSA__W_SLEEP) fprintf(f, "%s", ursa__wait_name(t->wait_kind));
-  else fprintf(f, "%s %p", ursa__wait_name(t->wait_kind), t->wait_obj);
-  if (h) fprintf(f, " held by thread %llu (%s)", (unsigned long long)h->id, h->name);
-}
-
-/* Prints one thread as "thread <id> (<name>): <state or what it waits on>". */
-static void print_thread(FILE *f, const struct ursa__thread *t) {
-  fprintf(f, "ursa:   thread %llu (%s): ", (unsigned long long)t->id, t->name);
-  switch (t->state) {
-  case URSA__RUNNING: fprintf(f, "running on VP %u\n", t->vp ? t->vp->index : 0u); return;
-  case URSA__READY:   fprintf(f, "ready\n"); return;
-  case URSA__ZOMBIE:  fprintf(f, "finished, not yet joined\n"); return;
-  default: break;
-  }
-  print_wait(f, t);
-  if (t->heap_idx) fprintf(f, ", until %.3f s from now", (double)(int64_t)(t->deadline - ursa__now()) / 1e9);
-  fprintf(f, "\n");
-}
-
-struct dump { FILE *f; int only_blocked; int n; int bt; struct ursa__thread *self; };
-
-/* Whether t is suspended, so that its saved registers and stack can be read: never for a running
- * thread; with several VPs also not while its last switch is still saving it (on-CPU byte). */
-/* With one VP a BLOCKED thread may still be the VP's current one: the VP sleeps in the kernel on
- * that thread's stack (a timed wait with nothing else to run), and its saved registers are old. */
-static bool suspended(struct ursa__thread *t) {
-  uint8_t s = __atomic_load_n(&t->state, __ATOMIC_RELAXED);
-  if (s != URSA__READY && s != URSA__BLOCKED) return false;
-  if (ursa__g.nvps == 1) return __atomic_load_n(&ursa__g.vp0.cur, __ATOMIC_RELAXED) != t;
-  return !ursa__oncpu(t);
-}
-
-static void dump_one(struct ursa__thread *t, void *arg) {
-  struct dump *d = arg;
-  if (d->only_blocked && t->state != URSA__BLOCKED) return;
-  d->n++;
-  if (d->f == NULL) return;
-  print_thread(d->f, t);
-  if (!d->bt) return;
-  if (t == d->self) ursa__print_backtrace(d->f, t, true);
-  else if (suspended(t)) {
-    uint8_t s = __atomic_load_n(&t->state, __ATOMIC_RELAXED);
-    ursa__print_backtrace(d->f, t, false);
-    if (!suspended(t) || __atomic_load_n(&t->state, __ATOMIC_RELAXED) != s)
-      fprintf(d->f, "ursa:       (it was resumed while this was read: the frames may be wrong)\n");
-  }
-}
-
-/* Cycle search: walk from each unvisited thread along waits_for, stamping the walk's number in
- * mark; meeting the current walk's stamp again closes a cycle, which is then printed once. */
-struct cycles { FILE *f; uint64_t walk; int n; };
-
-static void clear_mark(struct ursa__thread *t, void *arg) { URSA_UNUSED(arg); t->mark = 0; }
-
-static void find_cycle(struct ursa__thread *t, void *arg) {
-  struct cycles *c = arg;
-  struct ursa__thread *u = t, *v;
-  c->walk++;
-  while (u && u->mark == 0) {
-    u->mark = c->walk;
-    u = waits_for(u);
-  }
-  if (u == NULL || u->mark != c->walk) return;  /* ended, or joined an earlier walk */
-  c->n++;
-  fprintf(c->f, "ursa: wait-for cycle:");
-  v = u;
-  do {
-    fprintf(c->f, " thread %llu (%s) waits in ", (unsigned long long)v->id, v->name);
-    print_wait(c->f, v);
-    v = waits_for(v);
-    fprintf(c->f, v == u ? ".\n" : ";");
-  } while (v != u);
-}
-
-/* Prints every cycle of the wait-for graph; returns how many. */
-static int print_cycles(FILE *f) {
-  struct cycles c = { f, 0, 0 };
-  ursa__thread_foreach(clear_mark, NULL);
-  ursa__thread_foreach(find_cycle, &c);
-  return c.n;
-}
-
-void ursa__deadlock_report(struct ursa__vp *vp) {
-  /* one VP: called by the thread that blocks last, still on its own stack (self) */
-  struct dump count = { NULL, 1, 0, 0, NULL }, print = { stderr, 1, 0, 1, vp->cur };
-  ursa__thread_foreach(dump_one, &count);
-  fprintf(stderr, "ursa: deadlock: all %d user threads blocked, no timer pending\n", count.n);
-  ursa__thread_foreach(dump_one, &print);
-  print_cycles(stderr);
-  fflush(stderr);
-  exit(3);
-}
-
-void ursa__dump_all(FILE *f, struct ursa__vp *vp, struct ursa__thread *self) {
-  struct dump count = { NULL, 0, 0, 0, NULL }, print = { f, 0, 0, 1, self };
-  ursa__thread_foreach(dump_one, &count);
-  if (vp)
-    fprintf(f, "ursa: %d threads; dumped by thread %llu on VP %u (%u VPs); %u ready on it, %u timers armed\n",
-            count.n, (unsigned long long)self->id, vp->index, ursa__g.nvps, ursa__runq_len(vp), vp->ntimers);
-  else
-    fprintf(f, "ursa: %d threads on %u VPs; dumped on signal (URSA_DUMP_SIGNAL) while they run\n", count.n,
-            ursa__g.nvps);
-  ursa__thread_foreach(dump_one, &print);
-  print_cycles(f);                                            /* a partial deadlock, on demand */
-  fflush(f);
-}
-
-int ursa_dump(FILE *f) {
-  URSA_VP_OR_RETURN(vp);
-  if (f == NULL) return -EINVAL;
-  ursa__dump_all(f, vp, vp->cur);
   return 0;
 }

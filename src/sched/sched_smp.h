@@ -5,7 +5,7 @@
 #ifndef URSA_SCHED_SMP_H
 #define URSA_SCHED_SMP_H
 
-#include "../core/internal.h"
+#include "sched.h"
 #include "waiverq.h"
 #include "deque.h"
 
@@ -60,7 +60,8 @@ struct ursa__smp {
 
 /* ---- called by the core (src/core/sched.c, thread.c, runtime.c) ------------------------------ */
 URSA_HIDDEN int  ursa__smp_init(void);                      /* starts VPs 1..N-1               */
-URSA_HIDDEN void ursa__smp_fini(void);                      /* stops and joins them             */
+URSA_HIDDEN void ursa__smp_fini(void (*stopped)(void));   /* stops and joins them; calls stopped
+                                                              before their state is freed */
 URSA_HIDDEN int  ursa__smp_reserve(uint64_t live);          /* grows every timer heap           */
 /* Makes the READY thread t runnable where it belongs: its home (pinned, region) or `where`. */
 URSA_HIDDEN void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where);

@@ -11,7 +11,7 @@
  *   join    waits for ZOMBIE, takes the result and releases the thread: its slot's generation is
  *           bumped (so the handle goes stale) and its stack returns to the pool.
  *
- * Handles are generation-tagged indices (see struct ursa__slots in internal.h), so every misuse
+ * Handles are generation-tagged indices (see struct ursa__slots in src/core/vp.h), so every misuse
  * of a handle (joined, detached and finished, never valid) is detected, never dereferenced.
  * Several VPs: a thread's lock (t->lock) orders finish against join and detach on other VPs; the
  * handle table's free list has a per-VP cache (no lock while it lasts) refilled from the shared
@@ -20,9 +20,7 @@
  * Executed only by ursa threads.
  */
 #define _GNU_SOURCE
-#include "internal.h"
-#include "../model/model.h"
-#include "../sched/sched_smp.h"
+#include "sched_smp.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -447,7 +445,7 @@ int ursa_join(ursa_thread_t h, void **result) {
   return join_(vp, t, result, URSA__FAST);
 }
 
-/* join_ for a wait shell (internal.h): the same checks and hand-over, but nothing blocks; the
+/* join_ for a wait shell (src/sched/sched.h): the same checks and hand-over, but nothing blocks; the
  * executor of the shell's stackless thread releases t once the shell is woken. */
 int ursa__join_async(struct ursa__vp *vp, struct ursa__thread *t, struct ursa__thread *shell) {
   const bool smp = vp->smp;

@@ -65,7 +65,6 @@
  */
 #define _GNU_SOURCE
 #include "sched_smp.h"
-#include "../model/model.h"
 #include "policy.h"
 
 #include <errno.h>
@@ -491,7 +490,7 @@ static URSA_NOINLINE void smp_wake_traced(struct ursa__vp *self, struct ursa__th
 
 void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res) {
   /* a wait shell (src/pt/): is_shell, not heap_idx, which a timer on another VP may be clearing */
-  if (ursa_unlikely(t->is_shell)) { ursa__pts_shell_wake(t, res); return; }
+  if (ursa_unlikely(t->is_shell)) { t->shell_wake(t, res); return; }
   if (URSA__TRACING()) { smp_wake_traced(self, t, res); return; }
   smp_wake(self, t, res);
 }
@@ -729,19 +728,13 @@ static void *vp_main(void *arg) {
   vp->cur = x->idle;
   ursa__altstack_setup(&x->altstack);
   if (ursa__g.pin) pin_to_cpu(vp->index);
-  vp->ic_left = ursa__ic_start();                      /* ursa__tick's countdown */
-  if (ursa__g.model == URSA_MODEL_CP_TS && ursa__ts_vp_start(vp) != 0)
-    fprintf(stderr, "ursa: cp-ts: VP %u has no timer (timer_create failed): its threads are not "
-                    "time-sliced\n", vp->index);
-  if (ursa__rot_vp_start(vp) != 0)                    /* URSA_ROTATE_US: no-op when off */
-    fprintf(stderr, "ursa: URSA_ROTATE_US: VP %u has no interval timer (timer_create failed)\n", vp->index);
+  ursa__model_hooks.vp_start(vp);                     /* the model's per-VP timers, tick count */
 #if URSA_TSAN
   x->idle->tsan_fiber = __tsan_get_current_fiber();
 #endif
   __atomic_store_n(ursa__ctx_oncpu(&x->idle->ctx), 1, __ATOMIC_RELAXED);
   idle_loop(vp);
-  ursa__rot_vp_stop(vp);
-  ursa__ts_vp_stop(vp);
+  ursa__model_hooks.vp_stop(vp);
   ursa__reap(vp);
   ursa__altstack_teardown(x->altstack);
   ursa__tls_vp = NULL;
@@ -776,7 +769,7 @@ static void smp_state_free(struct ursa__vp *vp) {
   vp->slow = 0;
 }
 
-static void smp_teardown(unsigned started);
+static void smp_teardown(unsigned started, void (*stopped)(void));
 
 static bool under_valgrind(void) {
 #if URSA_VALGRIND
@@ -872,7 +865,7 @@ int ursa__smp_init(void) {
     }
     if (rc != 0) {
       v->x->kstack = NULL;
-      smp_teardown(i);                                /* stop VPs 1..i-1, free everything */
+      smp_teardown(i, NULL);                                /* stop VPs 1..i-1, free everything */
       return rc == -ENOMEM ? -ENOMEM : -EAGAIN;
     }
   }
@@ -894,8 +887,9 @@ fail:
   return err;
 }
 
-/* Stops VPs 1..started-1 (running) and frees every VP's state. */
-static void smp_teardown(unsigned started) {
+/* Stops VPs 1..started-1 (running) and frees every VP's state; stopped (if not NULL) is called
+ * once all N have stopped, before their state is freed. */
+static void smp_teardown(unsigned started, void (*stopped)(void)) {
   unsigned n = ursa__g.nvps, i;
   struct ursa__vp *v0 = &ursa__g.vp0;
   for (i = 1; i < started; i++) {
@@ -909,7 +903,7 @@ static void smp_teardown(unsigned started) {
     if (x->kstack) munmap(x->kstack, URSA__VP_STACK);
     x->kstack = NULL;
   }
-  if (started == n) ursa__stats_keep();
+  if (started == n && stopped) stopped();
   for (i = 1; i < n; i++) {
     struct ursa__vp *v = ursa__g.vps[i];
     ursa__stack_pool_drain(v);
@@ -935,4 +929,4 @@ static void smp_teardown(unsigned started) {
   ursa__g.vps = NULL;
 }
 
-void ursa__smp_fini(void) { smp_teardown(ursa__g.nvps); }
+void ursa__smp_fini(void (*stopped)(void)) { smp_teardown(ursa__g.nvps, stopped); }

@@ -4,7 +4,7 @@
  * arrival count is reset before anyone is woken.
  * Executed only by ursa threads.
  */
-#include "../core/internal.h"
+#include "sync.h"
 
 #define URSA__BARRIER_MAGIC 0x42415231u
 

@@ -12,8 +12,7 @@
  * (the cell stays full).  A waiting thread's value travels in its wait_data field.
  * Executed only by ursa threads.
  */
-#include "../core/internal.h"
-#include "../model/model.h"
+#include "sync.h"
 
 #define URSA__IVAR_MAGIC 0x49565231u
 #define URSA__MVAR_MAGIC 0x4d565231u
@@ -96,7 +95,7 @@ int ursa_ivar_get(ursa_ivar_t *v, void **value) {
   return 0;
 }
 
-/* ursa_ivar_get for a wait shell (internal.h): 0 with *value when written, 1 when the shell is
+/* ursa_ivar_get for a wait shell (src/sched/sched.h): 0 with *value when written, 1 when the shell is
  * queued (the put wakes it; the value is then read with ursa__ivar_value).  Never blocks. */
 int ursa__ivar_get_async(ursa_ivar_t *v, struct ursa__thread *shell, void **value) {
   struct ursa__vp *vp = ursa__tls_vp;

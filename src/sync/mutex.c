@@ -12,8 +12,7 @@
  * signal wakes the first waiter, broadcast all, in FIFO order.
  * Executed only by ursa threads.
  */
-#include "../core/internal.h"
-#include "../model/model.h"
+#include "sync.h"
 
 #define URSA__MUTEX_MAGIC 0x4d545831u
 #define URSA__COND_MAGIC  0x434f4e31u

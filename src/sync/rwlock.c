@@ -12,7 +12,7 @@
  * lock unchanged, and a read lock may be taken recursively.
  * Executed only by ursa threads.
  */
-#include "../core/internal.h"
+#include "sync.h"
 
 #define URSA__RWLOCK_MAGIC 0x52574c31u
 

@@ -5,11 +5,10 @@
  * READY; the value is not incremented, so the woken thread never has to check again and a later
  * P cannot overtake it.  A post never switches.  A timed-out waiter has been removed from the
  * queue by its timer (sched.c), so no unit is ever lost to it.
- * With several VPs every operation holds the semaphore's lock (see internal.h, ursa__olock).
+ * With several VPs every operation holds the semaphore's lock (see src/core/vp.h, ursa__olock).
  * Executed only by ursa threads.
  */
-#include "../core/internal.h"
-#include "../model/model.h"
+#include "sync.h"
 
 #define URSA__SEM_MAGIC 0x53454d31u
 
@@ -81,7 +80,7 @@ int ursa_sem_timedwait(ursa_sem_t *s, int clock, const struct timespec *abstime)
   return err ? err : sem_wait(s, d);
 }
 
-/* sem_wait_ for a wait shell (internal.h): takes a unit, or queues the shell, which a post then
+/* sem_wait_ for a wait shell (src/sched/sched.h): takes a unit, or queues the shell, which a post then
  * hands its unit to and wakes (ursa__pts_shell_wake).  Never blocks. */
 int ursa__sem_wait_async(ursa_sem_t *s, struct ursa__thread *shell) {
   struct ursa__vp *vp = ursa__tls_vp;

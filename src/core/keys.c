@@ -1,56 +1,17 @@
 /*
- * once_key.c - ursa_once and thread-specific keys.
+ * keys.c - thread-specific keys (ursa_key_create, ursa_setspecific, ...).
  *
- * Keys: a process-wide table of URSA_KEYS_MAX entries, each with a generation; a key value is
+ * A process-wide table of URSA_KEYS_MAX entries, each with a generation; a key value is
  * generation << 8 | index, so a deleted key (or one never created) is detected.  Each thread's
  * values live in an array allocated at its first ursa_setspecific (so threads that use no key
- * cost nothing), stamped with the generation they were set under.
- * Executed only by ursa threads.
+ * cost nothing), stamped with the generation they were set under.  The destructors run when a
+ * thread finishes (src/sched/thread.c calls ursa__keys_run_destructors), before it is released.
+ * Executed only by ursa threads; a key's table entry is read by every VP (relaxed atomics).
  */
-#include "../core/internal.h"
+#include "vp.h"
 
 #include <stdlib.h>
 
-struct ursa__once {
-  uint32_t             state;               /* 0 not run, 1 running, 2 done */
-  ursa__spin_t         lock;                /* several VPs: guards all of this */
-  struct ursa__thread *runner;
-  struct ursa__waitq   q;
-};
-URSA__STATIC_ASSERT_FITS(struct ursa__once, ursa_once_t);
-
-int ursa_once(ursa_once_t *once, void (*fn)(void)) {
-  struct ursa__once *o = (struct ursa__once *)once;
-  URSA_VP_OR_RETURN(vp);
-  if (o == NULL || fn == NULL) return -EINVAL;
-  switch (__atomic_load_n(&o->state, __ATOMIC_ACQUIRE)) {   /* pairs with the release below */
-  case 2: return 0;
-  case 0: case 1: break;
-  default: return -EINVAL;                                   /* never initialized: garbage */
-  }
-  if (__atomic_load_n(&o->lock, __ATOMIC_RELAXED) > 1) return -EINVAL;
-  ursa__olock(vp, &o->lock);
-  if (o->state == 2) { ursa__ounlock(vp, &o->lock); return 0; }
-  if (o->state == 1) {
-    if (o->runner == vp->cur) { ursa__ounlock(vp, &o->lock); return -EDEADLK; }
-    ursa__q_push(&o->q, vp->cur);
-    ursa__block(vp, URSA__W_ONCE, o, &o->lock, 0);
-    return 0;
-  }
-  o->state = 1;
-  o->runner = vp->cur;
-  ursa__ounlock(vp, &o->lock);
-  fn();
-  vp = URSA__VP_AFTER_SWITCH();                        /* fn may have switched, and moved us */
-  ursa__olock(vp, &o->lock);
-  __atomic_store_n(&o->state, 2, __ATOMIC_RELEASE);
-  o->runner = NULL;
-  ursa__wake_all(vp, &o->q, 0);
-  ursa__ounlock(vp, &o->lock);
-  return 0;
-}
-
-/* ---- keys ------------------------------------------------------------------------------------- */
 
 struct ursa__key {
   uint32_t gen;                             /* odd while in use */

@@ -1,0 +1,125 @@
+/*
+ * base.h - the vocabulary of every layer (src/README.md has the map): branch hints, panics and
+ * assertions, which sanitizer is on, the spin lock, failure injection, object magic checks, the
+ * clock, and the environment reader.  Nothing here knows a thread or a VP.  Internal names are
+ * ursa__<module>_<what> and hidden (-fvisibility=hidden).
+ */
+#ifndef URSA_CORE_BASE_H
+#define URSA_CORE_BASE_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE                         /* clock_nanosleep, MAP_STACK, pthread_getattr_np */
+#endif
+
+#include "ursa.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <time.h>
+
+/* ---- macro vocabulary ------------------------------------------------------------------------ */
+#define ursa_likely(x)   __builtin_expect(!!(x), 1)
+#define ursa_unlikely(x) __builtin_expect(!!(x), 0)
+#define URSA_UNUSED(x)   ((void)(x))
+#define URSA_CONTAINER_OF(p, type, member) ((type *)((char *)(p) - offsetof(type, member)))
+#define URSA_HIDDEN      __attribute__((visibility("hidden")))
+#define URSA_NOINLINE    __attribute__((noinline))
+
+/* Always-on invariant check: a broken invariant is a bug in ursa; say where and abort. */
+#define URSA_PANIC(msg) ursa__panic(__func__, msg)
+#ifdef URSA_DEBUG
+#  define URSA_ASSERT(c) do { if (ursa_unlikely(!(c))) URSA_PANIC("assertion failed: " #c); } while (0)
+#else
+#  define URSA_ASSERT(c) ((void)0)
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#  define URSA_ASAN 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define URSA_ASAN 1
+#  endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#  define URSA_TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define URSA_TSAN 1
+#  endif
+#endif
+
+URSA_HIDDEN void ursa__panic(const char *where, const char *msg) __attribute__((noreturn, cold));
+
+/* ---- spin locks (several VPs only) ------------------------------------------------------------- */
+/* A word lock for the short critical sections of synchronization objects, timer heaps, inboxes and
+ * the handle table's shared free list: test-and-test-and-set, spinning with a pause and then
+ * sched_yield (a holder may have been preempted by the kernel).  Nothing blocks or switches while
+ * holding one.  Lock order: object lock, then a thread's lock (join), then a timer-heap lock, then
+ * an inbox lock; the global queue's and the handle table's locks are leaves. */
+typedef uint32_t ursa__spin_t;
+URSA_HIDDEN void ursa__spin_lock_slow(ursa__spin_t *l);
+static inline void ursa__spin_lock(ursa__spin_t *l) {
+  /* acquire: pairs with the release store of ursa__spin_unlock */
+  if (ursa_unlikely(__atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE) != 0)) ursa__spin_lock_slow(l);
+}
+static inline void ursa__spin_unlock(ursa__spin_t *l) {
+  __atomic_store_n(l, 0u, __ATOMIC_RELEASE);       /* pairs with the acquire exchange above */
+}
+
+
+/* Allocation-failure injection for the hard test build (-DURSA_TEST_HARD=ON): every allocation
+ * and mapping ursa makes first asks URSA__FAIL(), which is true for the URSA_FAIL_AT-th one
+ * counted from ursa_init (Argobots' rtrace method).  Always false in other builds. */
+#if URSA_TEST_HARD
+URSA_HIDDEN bool ursa__fail_now(void);
+#  define URSA__FAIL() ursa_unlikely(ursa__fail_now())
+#else
+#  define URSA__FAIL() false
+#endif
+
+/* Object magic numbers: 0 is "statically initialized", DEAD is "destroyed". */
+#define URSA__MAGIC_DEAD 0xdeadbeefu
+
+#define URSA__STATIC_ASSERT_FITS(internal, public) \
+  _Static_assert(sizeof(internal) <= sizeof(public), #internal " does not fit in " #public)
+
+
+/* ---- object validation (sync/) ---------------------------------------------------------------- */
+
+/* Checks an object's magic: OK when it is `magic`; when it is 0 and the object has a static
+ * initializer (zeroable), the object is initialized lazily here.  -EINVAL otherwise (never
+ * initialized, or destroyed). */
+static inline int ursa__obj_check(uint32_t *m, uint32_t magic, bool zeroable) {
+  uint32_t v = __atomic_load_n(m, __ATOMIC_RELAXED);
+  if (ursa_likely(v == magic)) return 0;
+  if (zeroable && v == 0) {                  /* two VPs may race here: both store the same value */
+    __atomic_compare_exchange_n(m, &v, magic, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 0;
+  }
+  return -EINVAL;
+}
+
+/* The hottest operations (semaphores, mutexes) are written once as an always-inline body taking
+ * `const bool smp` and instantiated twice, so the one-VP copy has no SMP test left in it. */
+#define URSA__ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* ---- the signals ursa takes (need <signal.h>) ------------------------------------------------- */
+#define URSA__PREEMPT_SIGNAL (SIGRTMIN + 4)      /* cp-ts's per-VP time-slice timer (src/model/) */
+#define URSA__ROTATE_SIGNAL  (SIGRTMIN + 5)      /* the rotator's interval timer (src/model/)   */
+
+/* ---- clock and environment (global.c) ---------------------------------------------------------- */
+URSA_HIDDEN uint64_t ursa__now(void);
+/* Converts an absolute deadline on clock to CLOCK_MONOTONIC ns: -EINVAL for a bad clock or
+ * tv_nsec.  A deadline already passed gives 1 (the earliest representable). */
+URSA_HIDDEN int ursa__deadline(int clock, const struct timespec *abstime, uint64_t *out);
+/* A number from the environment within [lo, hi]; 0 when unset, and with a warning when it is not
+ * such a number. */
+URSA_HIDDEN unsigned long ursa__env_range(const char *name, unsigned long lo, unsigned long hi);
+#if URSA_TEST_HARD
+URSA_HIDDEN void ursa__fail_reset(void);
+#endif
+
+#endif /* URSA_CORE_BASE_H */

@@ -1,0 +1,136 @@
+/*
+ * thread.h - the thread descriptor, as every layer sees it, and its states.
+ *
+ * Ownership (see docs/ARCHITECTURE.md):
+ *   - A thread is in exactly one of these states, and the state says who owns its stack and link:
+ *       URSA__RUNNING  it is vp->cur of one VP; it owns its stack; q links unused.
+ *       URSA__READY    in one run structure: its VP's Protect Queue (the ring, at rq_pos, or the
+ *                      ring's overflow list), a Waiver Queue, an inbox, the global queue or a
+ *                      deque (SMP policies, src/sched/); the stack is not running.
+ *       URSA__BLOCKED  on one wait queue (t->waitq, q links) or on none (sleep, join); may also sit
+ *                      in a VP's timer heap (t->heap_idx != 0).
+ *       URSA__ZOMBIE   finished; waits for ursa_join (joinable), or (detached) its handle is
+ *                      already stale and its stack waits in vp->zombie for ursa__reap.
+ *   - With one VP (vp->smp == 0) every field of the VP and of its threads is touched only by that
+ *     VP's kernel thread, so none needs an atomic and no lock is taken: the core's fast paths.
+ *   - With several VPs, a synchronization object's fields and its wait queue are guarded by the
+ *     object's spin lock; a VP's Protect Queue, pool and counters stay owner-only; what crosses
+ *     VPs (Waiver Queues, inboxes, timer heaps, the handle table's free list) says how it is
+ *     guarded where it is declared.  src/sched/vp.c describes the SMP protocol.
+ */
+#ifndef URSA_CORE_THREAD_H
+#define URSA_CORE_THREAD_H
+
+#include "base.h"
+#include "../arch/context.h"
+
+enum ursa__state { URSA__RUNNING = 1, URSA__READY, URSA__BLOCKED, URSA__ZOMBIE };
+
+/* What a blocked thread waits on (wait_kind): a number whose meaning the layer that blocks it
+ * registers (name, owner: src/sched/report.c), so the reports never call into that layer. */
+enum ursa__wait {
+  URSA__W_NONE = 0,
+  URSA__W_JOIN, URSA__W_SLEEP,                                      /* src/sched/ */
+  URSA__W_SEM, URSA__W_MUTEX, URSA__W_COND, URSA__W_BARRIER, URSA__W_RDLOCK, URSA__W_WRLOCK,
+  URSA__W_ONCE, URSA__W_IVAR, URSA__W_MVAR_TAKE, URSA__W_MVAR_PUT,  /* src/sync/ */
+  URSA__W_PT_JOIN, URSA__W_PT_SEM, URSA__W_PT_IDLE,                 /* src/pt/ */
+  URSA__W_MAX
+};
+
+struct ursa__thread;
+
+/* A FIFO of threads linked through their q fields; NULL-terminated both ways so that a queue inside
+ * a statically initialized (all-zero) object is valid.  push/pop/remove are O(1). */
+struct ursa__waitq {
+  struct ursa__thread *head, *tail;
+};
+
+struct ursa__rdheld {      /* one rwlock this thread holds for reading */
+  void    *lock;
+  uint32_t count;
+};
+
+struct ursa__keyval {
+  void    *value;
+  uint32_t gen;
+};
+
+struct ursa__thread {
+  /* hot: touched by every switch and queue operation; with the saved context they fill the first
+   * cache line (AArch64, ucontext) or two (x86-64, whose context holds the registers) */
+  ursa__ctx_t          ctx;          /* saved context while not running                        */
+  union {
+    struct {                         /* BLOCKED: links in the wait queue t is on               */
+      struct ursa__thread *qnext, *qprev;
+    };
+    uint32_t           rq_pos;       /* READY in the ring: t's position in vp->runq             */
+  };
+  struct ursa__waitq  *waitq;        /* the wait queue of t's timed wait, or NULL (see q_pop)   */
+  struct ursa__vp     *vp;           /* the VP t runs on                                        */
+  void                *wait_obj;     /* the object t waits on, for reports                      */
+  int                  saved_errno;  /* t's errno while it is not running                       */
+  int                  wake_result;  /* 0, or -ETIMEDOUT when a timer ended the wait            */
+  uint8_t              state;        /* enum ursa__state                                        */
+  uint8_t              wait_kind;    /* enum ursa__wait while BLOCKED                           */
+  uint8_t              detached;
+  uint8_t              is_main;      /* the thread that called ursa_init: not on an ursa stack  */
+  uint32_t             heap_idx;     /* 1-based index in vp->timers, 0 when no timer is armed   */
+
+  /* cold */
+  uint64_t             deadline;     /* CLOCK_MONOTONIC ns, while heap_idx != 0                 */
+  void                *wait_data;    /* a value handed over by the waker (mvar)                 */
+  ursa_thread_t        handle;
+  void              *(*fn)(void *);
+  void                *arg;
+  void                *result;
+  struct ursa__thread *joiner;       /* the thread blocked in ursa_join(t), if any              */
+  /* SMP (src/sched/): where t may run, and the hand-over between a waker and a timer */
+  struct ursa__vp     *home;         /* pinned: the only VP t runs on (region's, attr's, main's) */
+  struct ursa__region *region;       /* the region t belongs to, or NULL                         */
+  ursa__spin_t        *wait_lock;    /* the lock of the object t waits on (timers take it)       */
+  struct ursa__vp     *timer_vp;     /* the VP whose heap holds t's timer (heap_idx != 0)        */
+  ursa__spin_t         lock;         /* guards state ZOMBIE, joiner and detached across VPs      */
+  uint8_t              claim;        /* atomic: 1 once a waker or the timer owns t's timed wait  */
+  uint8_t              pinned;       /* t runs on home only                                      */
+  uint8_t              in_extra;     /* READY in its VP's overflow list, not in the ring         */
+  uint8_t              is_shell;     /* a stackless thread's wait shell (src/pt/): set once, so
+                                        any VP may read it without a lock                        */
+  void               (*shell_wake)(struct ursa__thread *, int);   /* a shell's wake (src/pt/, set
+                                        with is_shell): the wake paths call it, not a run queue   */
+  uint32_t             pin_depth;    /* ursa_vp_pin nesting                                      */
+  uint32_t             preempt_off;  /* ursa_preempt_disable nesting (src/model/preempt.c)       */
+  char                *stack_lo;     /* lowest usable byte (above the guard)                    */
+  size_t               stack_size;   /* usable bytes (descriptor included)                      */
+  uint64_t             id;
+  uint64_t             mark;         /* scratch for the reports' cycle search                   */
+  char                 name[URSA_NAME_MAX];
+  struct ursa__keyval *keys;         /* URSA_KEYS_MAX values, allocated at first setspecific    */
+  struct ursa__rdheld  rdheld[URSA_RWLOCK_READ_MAX];
+#if URSA_ASAN
+  void                *asan_fake;    /* ASan fake stack of t while suspended                   */
+#endif
+#if URSA_TSAN
+  void                *tsan_fiber;
+#endif
+#if URSA_VALGRIND
+  unsigned             vg_stack;     /* VALGRIND_STACK_REGISTER id of this stack               */
+#endif
+};
+
+/* A thread's state is written by the VP that runs or queues it and read from other VPs by join,
+ * detach and the reports: relaxed atomic accesses (plain moves), so such reads are not races. */
+static inline void ursa__set_state(struct ursa__thread *t, uint8_t s) {
+  __atomic_store_n(&t->state, s, __ATOMIC_RELAXED);
+}
+static inline uint8_t ursa__get_state(const struct ursa__thread *t) {
+  return __atomic_load_n(&t->state, __ATOMIC_RELAXED);
+}
+
+
+_Static_assert(offsetof(struct ursa__thread, heap_idx) + sizeof(uint32_t) - sizeof(ursa__ctx_t) <= 56,
+               "the hot fields of struct ursa__thread must fit one cache line with the context's end");
+
+/* Thread-specific data (keys.c): runs the destructors of t's non-NULL values, then frees them. */
+URSA_HIDDEN void ursa__keys_run_destructors(struct ursa__thread *t);
+
+#endif /* URSA_CORE_THREAD_H */

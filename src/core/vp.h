@@ -1,0 +1,154 @@
+/*
+ * vp.h - the virtual processor's data (struct ursa__vp), the process-wide state (ursa__g) and the
+ * handle table.  The data lives here, at the bottom, because every layer reads it; what edits the
+ * run queue and the timer heap is src/sched/ alone (sched.h), and the ownership rules of each
+ * field are those of src/sched/sched.h and docs/ARCHITECTURE.md ("Ownership").
+ */
+#ifndef URSA_CORE_VP_H
+#define URSA_CORE_VP_H
+
+#include "thread.h"
+
+/* ---- the virtual processor -------------------------------------------------------------------- */
+
+/* The run queue: a ring of thread pointers owned by its VP (no lock, no atomics), like Lesser
+ * Bear's Protect Queue.  Positions are free-running; a READY thread knows its position (rq_pos),
+ * so ursa_yield_to can take the target out of the middle by putting the caller in its place,
+ * without touching any other thread.  The capacity is kept above the number of live threads
+ * (ursa__sched_reserve), so a push never allocates and never finds the ring full. */
+struct ursa__runq {
+  struct ursa__thread *next;         /* the oldest ready thread, while the ring is empty        */
+  struct ursa__thread **buf;
+  uint32_t             mask;         /* capacity - 1 (a power of two)                           */
+  uint32_t             head, tail;   /* free-running positions                                  */
+  /* several VPs: the overflow list of a full ring (FIFO, via qnext; src/sched/vp.c).  While it is
+   * in use every push goes there. */
+  uint32_t             xlen;
+  struct ursa__thread *xhead, *xtail;
+};
+struct ursa__vp {
+  struct ursa__thread *cur;          /* the running thread                                      */
+  struct ursa__runq    runq;         /* READY threads, FIFO: the Protect Queue (owner only)     */
+  uint8_t              smp;          /* several VPs: objects lock, switches go through src/sched */
+  uint8_t              slow;         /* smp, or URSA_TRACE on: the hottest paths take their
+                                        checked copies (see URSA__FAST)                         */
+  int                 *errno_p;      /* &errno of this VP's kernel thread                       */
+  struct ursa__thread *zombie;       /* a detached thread that exited; released after the switch */
+  struct ursa__thread **timers;      /* 1-based binary min-heap on deadline; [0] unused          */
+  uint32_t             ntimers;
+  uint32_t             timers_cap;   /* >= live threads + 1, so arming a timer never allocates   */
+  int64_t              nthreads;     /* live threads counted here (one VP: the live threads)    */
+  unsigned             index;
+  ursa_stats_t         stats;
+  /* stack pool (SplitThreads' queue of uninitialized threads): LIFO of free default-size stacks */
+  void                *pool;
+  size_t               pool_len;
+  struct ursa__thread *main_thread;  /* the thread that called ursa_init (VP 0 only)           */
+  struct ursa__smp    *x;            /* SMP state (src/sched/sched_smp.h), NULL with one VP      */
+  ursa__spin_t         tlock;        /* guards the timer heap when smp (wakers cancel timers)   */
+  /* preemption (src/model/preempt.c): written by this VP's kernel thread only, by its code or by
+   * its timer signal's handler (relaxed atomics or exchanges where both write) */
+  uint8_t              pre_pending;  /* a preemption was deferred: take it at the next safe point */
+  uint8_t              pre_timer_on; /* the VP's cp-ts timer exists                              */
+  uint8_t              pre_armed;    /* ... and is armed (disarmed while the VP sleeps)          */
+  int32_t              ic_left;      /* cp-ic: ursa_tick calls left before the next switch       */
+  uint64_t             pre_sw;       /* stats.switches at the last timer tick                    */
+  uint64_t             pending_sw;   /* stats.switches when the pending preemption was deferred  */
+  void                *pre_timer;    /* timer_t of the cp-ts timer                               */
+  /* the rotator's interval timer (URSA_ROTATE_US, src/model/preempt.c): this VP's kernel thread */
+  uint8_t              rot_timer_on; /* it exists                                                */
+  uint8_t              rot_armed;    /* ... and is armed (disarmed while the VP sleeps)          */
+  void                *rot_timer;    /* timer_t                                                  */
+};
+
+/* The VP of the calling kernel thread, NULL outside ursa.  Initial-exec TLS: one %fs load. */
+extern __thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-exec"))) URSA_HIDDEN;
+
+/* The same, for code that has switched since it last read it: a call that may switch may resume
+ * on another VP (another kernel thread), and compilers keep a TLS variable's address across calls
+ * within a function (Clang does at -O2).  Not inlined, so the address is computed afresh. */
+URSA_HIDDEN struct ursa__vp *ursa__vp_current(void) __attribute__((noinline));
+/* With one VP there is one kernel thread, and the cached address is right: no call. */
+#define URSA__VP_AFTER_SWITCH() (ursa_likely(ursa__g.nvps <= 1) ? ursa__tls_vp : ursa__vp_current())
+
+/* The handle table: slot i holds thread t while t is live or unjoined; the slot's generation is
+ * bumped when t is released, so an old handle no longer matches.  The table is one reserved
+ * virtual range, made accessible URSA__SLOT_GROW slots at a time, that stays mapped until
+ * ursa_fini, so looking up any handle value (checked against nslots first) is memory-safe and
+ * costs one bounds check and one load.
+ * Handle = gen << 32 | (index + 1); generations start at 1, so small integers are never handles. */
+#define URSA__SLOT_GROW 4096u                /* slots readied at a time                 */
+#define URSA__SLOTS_MAX (1u << 24)           /* 16,777,216 threads at most (256 MiB of address space) */
+struct ursa__slot {
+  struct ursa__thread *t;
+  uint32_t             gen;
+  uint32_t             next_free;            /* index + 1 of the next free slot, 0 = end */
+};
+struct ursa__slots {
+  struct ursa__slot *slot;                   /* URSA__SLOTS_MAX entries reserved        */
+  uint32_t           nslots;                 /* slots readied so far                    */
+  uint32_t           free_head;              /* index + 1 of the first free slot, 0 = none */
+};
+
+/* Process-wide settings, fixed by ursa_init. */
+struct ursa__global {
+  size_t   stack_size;               /* usable bytes of a default stack                         */
+  size_t   stack_cache;
+  size_t   guard_size;
+  size_t   page;
+  int      stats;
+  int      guard_mode;               /* 0 auto, 1 mprotect                                      */
+  int      initialized;
+  uint64_t next_id;                  /* one VP: the next id; SMP: next block of ids (atomic) */
+  struct ursa__slots slots;
+  ursa__spin_t slot_lock;            /* guards slots.free_head and growth when smp           */
+  struct ursa__vp vp0;
+  /* SMP (src/sched/) */
+  unsigned nvps;                     /* VPs, fixed by ursa_init                               */
+  int      policy;                   /* enum ursa__policy                                     */
+  unsigned pq_cap;                   /* Protect Queue capacity (rotator, lb2, steal)          */
+  unsigned wq_cap;                   /* Waiver Queue capacity                                 */
+  int      pin;                      /* URSA_PIN: pin VP i to the i-th allowed CPU            */
+  int      region_balance;           /* URSA_REGION_BALANCE (region.c)                        */
+  int      smp_handoff;              /* a wake-up may take the inline hand-off (ursa__smp_handoff_ok):
+                                        policy not global, no hard-build chaos (vp.c)          */
+  struct ursa__vp **vps;             /* vps[i], vps[0] == &vp0                                */
+  int64_t  live;                     /* atomic: live threads (SMP)                            */
+  int      sleepers;                 /* atomic: VPs asleep with no timer (vp.c)               */
+  int      idle_vps;                 /* atomic: VPs in their idle context (policy.c balances)  */
+  uint32_t timers_cap_all;           /* every VP's heap holds at least this many (SMP)        */
+  /* execution model (src/model/) */
+  int      model;                    /* URSA_MODEL_*                                          */
+  uint64_t quantum_ns;               /* cp-ts                                                 */
+  int32_t  switch_count;             /* cp-ic                                                 */
+  int      preempt_live;             /* cp-ts handlers act (set last by ursa_init, cleared first
+                                        by ursa_fini; relaxed: read by the handler)           */
+  uint64_t rotate_ns;                /* the rotator's interval timer period, 0: none          */
+};
+URSA_HIDDEN extern struct ursa__global ursa__g;
+
+
+/* The thread of handle h, NULL when h is stale or was never a handle. */
+static inline struct ursa__thread *ursa__thread_get(ursa_thread_t h) {
+  uint64_t v = (uint64_t)(uintptr_t)h;
+  uint32_t idx = (uint32_t)v - 1u;           /* 0xffffffff for a low half of 0: out of range */
+  const struct ursa__slot *s;
+  if (ursa_unlikely(idx >= ursa__g.slots.nslots)) return NULL;
+  s = &ursa__g.slots.slot[idx];
+  if (ursa_unlikely(s->gen != (uint32_t)(v >> 32) || s->t == NULL)) return NULL;
+  return s->t;
+}
+
+/* The running VP, or return -EPERM from the calling API function. */
+#define URSA_VP_OR_RETURN(vp)                                    \
+  struct ursa__vp *vp = ursa__tls_vp;                            \
+  if (ursa_unlikely(vp == NULL)) return -EPERM
+
+/* An object's lock: taken only when the runtime has several VPs (vp->smp, fixed by ursa_init), so
+ * with one VP the core's paths stay free of atomics. */
+static inline void ursa__lock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_lock(l); }
+static inline void ursa__unlock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_unlock(l); }
+static inline void ursa__olock(const struct ursa__vp *vp, ursa__spin_t *l) { ursa__lock_if(vp->smp, l); }
+static inline void ursa__ounlock(const struct ursa__vp *vp, ursa__spin_t *l) { ursa__unlock_if(vp->smp, l); }
+
+#endif /* URSA_CORE_VP_H */

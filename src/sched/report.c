@@ -1,0 +1,180 @@
+/*
+ * report.c - the deadlock report, ursa_dump and the registry of waitable kinds they read.
+ *
+ * A thread blocked in a wait says what it waits on with wait_kind and wait_obj; the kind's entry
+ * in the registry (ursa__waitkind_register, sched.h) names it and, for objects with an owner,
+ * says who holds the object: that is the wait-for graph's edge.  The walks below read other
+ * VPs' threads without stopping them: state and wait fields are relaxed atomics (a snapshot that
+ * may be stale, never torn), and a backtrace is taken only of a suspended thread.
+ * Who calls what: ursa__deadlock_report from the one-VP block path (sched.c) and the SMP idle
+ * loop (vp.c) when nothing can run again; ursa__dump_all from ursa_dump and the dump thread
+ * (src/runtime/dumpsig.c).
+ */
+#define _GNU_SOURCE
+#include "sched.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+
+/* The registry of waitable kinds: what a blocked thread's wait_kind means.  Each layer that blocks
+ * threads registers its kinds once, from ursa_init before any other VP runs (sched: join and
+ * sleep; src/sync/: the objects; src/pt/: the stackless executors' waits), so the report never
+ * calls into a layer above it.  Read-only once VPs run. */
+static const struct ursa__waitkind *kinds[URSA__W_MAX];
+
+void ursa__waitkind_register(int kind, const struct ursa__waitkind *k) {
+  URSA_ASSERT(kind > URSA__W_NONE && kind < URSA__W_MAX);
+  __atomic_store_n(&kinds[kind], k, __ATOMIC_RELEASE);   /* pairs with kind_of's acquire load */
+}
+
+static const struct ursa__waitkind *kind_of(int kind) {
+  if (kind <= URSA__W_NONE || kind >= URSA__W_MAX) return NULL;
+  return __atomic_load_n(&kinds[kind], __ATOMIC_ACQUIRE);   /* pairs with the release above */
+}
+
+static const struct ursa__waitkind join_kind = { "ursa_join on thread", NULL, URSA__WK_THREAD },
+                                   sleep_kind = { "ursa_sleep_ns", NULL, URSA__WK_NOOBJ };
+
+void ursa__sched_register_kinds(void) {
+  ursa__waitkind_register(URSA__W_JOIN, &join_kind);
+  ursa__waitkind_register(URSA__W_SLEEP, &sleep_kind);
+}
+
+const char *ursa__wait_name(int kind) {
+  const struct ursa__waitkind *k = kind_of(kind);
+  return k ? k->what : "nothing";
+}
+
+/* The wait-for graph: the thread that t waits for, when its kind says who that is (a mutex's
+ * owner, an rwlock's writer, a joined thread); NULL otherwise (semaphores, cells and barriers have
+ * no owner).  Every thread has at most one such edge, so cycles are found in linear time. */
+static struct ursa__thread *waits_for(const struct ursa__thread *t) {
+  const struct ursa__waitkind *k;
+  if (t->state != URSA__BLOCKED || (k = kind_of(t->wait_kind)) == NULL) return NULL;
+  if (k->flags & URSA__WK_THREAD) return t->wait_obj;
+  return k->owner ? k->owner(t->wait_obj) : NULL;
+}
+
+/* Prints what t waits on, e.g. "ursa_mutex_lock on mutex 0x... held by thread 3 (b)". */
+static void print_wait(FILE *f, const struct ursa__thread *t) {
+  const struct ursa__thread *h = waits_for(t);
+  const struct ursa__waitkind *k = kind_of(t->wait_kind);
+  unsigned flags = k ? k->flags : URSA__WK_NOOBJ;
+  if ((flags & URSA__WK_THREAD) && h) {
+    fprintf(f, "%s %llu (%s)", ursa__wait_name(t->wait_kind), (unsigned long long)h->id, h->name);
+    return;
+  }
+  if (flags & URSA__WK_NOOBJ) fprintf(f, "%s", ursa__wait_name(t->wait_kind));
+  else fprintf(f, "%s %p", ursa__wait_name(t->wait_kind), t->wait_obj);
+  if (h) fprintf(f, " held by thread %llu (%s)", (unsigned long long)h->id, h->name);
+}
+
+/* Prints one thread as "thread <id> (<name>): <state or what it waits on>". */
+static void print_thread(FILE *f, const struct ursa__thread *t) {
+  fprintf(f, "ursa:   thread %llu (%s): ", (unsigned long long)t->id, t->name);
+  switch (t->state) {
+  case URSA__RUNNING: fprintf(f, "running on VP %u\n", t->vp ? t->vp->index : 0u); return;
+  case URSA__READY:   fprintf(f, "ready\n"); return;
+  case URSA__ZOMBIE:  fprintf(f, "finished, not yet joined\n"); return;
+  default: break;
+  }
+  print_wait(f, t);
+  if (t->heap_idx) fprintf(f, ", until %.3f s from now", (double)(int64_t)(t->deadline - ursa__now()) / 1e9);
+  fprintf(f, "\n");
+}
+
+struct dump { FILE *f; int only_blocked; int n; int bt; struct ursa__thread *self; };
+
+/* Whether t is suspended, so that its saved registers and stack can be read: never for a running
+ * thread; with several VPs also not while its last switch is still saving it (on-CPU byte). */
+/* With one VP a BLOCKED thread may still be the VP's current one: the VP sleeps in the kernel on
+ * that thread's stack (a timed wait with nothing else to run), and its saved registers are old. */
+static bool suspended(struct ursa__thread *t) {
+  uint8_t s = __atomic_load_n(&t->state, __ATOMIC_RELAXED);
+  if (s != URSA__READY && s != URSA__BLOCKED) return false;
+  if (ursa__g.nvps == 1) return __atomic_load_n(&ursa__g.vp0.cur, __ATOMIC_RELAXED) != t;
+  return !ursa__oncpu(t);
+}
+
+static void dump_one(struct ursa__thread *t, void *arg) {
+  struct dump *d = arg;
+  if (d->only_blocked && t->state != URSA__BLOCKED) return;
+  d->n++;
+  if (d->f == NULL) return;
+  print_thread(d->f, t);
+  if (!d->bt) return;
+  if (t == d->self) ursa__print_backtrace(d->f, t, true);
+  else if (suspended(t)) {
+    uint8_t s = __atomic_load_n(&t->state, __ATOMIC_RELAXED);
+    ursa__print_backtrace(d->f, t, false);
+    if (!suspended(t) || __atomic_load_n(&t->state, __ATOMIC_RELAXED) != s)
+      fprintf(d->f, "ursa:       (it was resumed while this was read: the frames may be wrong)\n");
+  }
+}
+
+/* Cycle search: walk from each unvisited thread along waits_for, stamping the walk's number in
+ * mark; meeting the current walk's stamp again closes a cycle, which is then printed once. */
+struct cycles { FILE *f; uint64_t walk; int n; };
+
+static void clear_mark(struct ursa__thread *t, void *arg) { URSA_UNUSED(arg); t->mark = 0; }
+
+static void find_cycle(struct ursa__thread *t, void *arg) {
+  struct cycles *c = arg;
+  struct ursa__thread *u = t, *v;
+  c->walk++;
+  while (u && u->mark == 0) {
+    u->mark = c->walk;
+    u = waits_for(u);
+  }
+  if (u == NULL || u->mark != c->walk) return;  /* ended, or joined an earlier walk */
+  c->n++;
+  fprintf(c->f, "ursa: wait-for cycle:");
+  v = u;
+  do {
+    fprintf(c->f, " thread %llu (%s) waits in ", (unsigned long long)v->id, v->name);
+    print_wait(c->f, v);
+    v = waits_for(v);
+    fprintf(c->f, v == u ? ".\n" : ";");
+  } while (v != u);
+}
+
+/* Prints every cycle of the wait-for graph; returns how many. */
+static int print_cycles(FILE *f) {
+  struct cycles c = { f, 0, 0 };
+  ursa__thread_foreach(clear_mark, NULL);
+  ursa__thread_foreach(find_cycle, &c);
+  return c.n;
+}
+
+void ursa__deadlock_report(struct ursa__vp *vp) {
+  /* one VP: called by the thread that blocks last, still on its own stack (self) */
+  struct dump count = { NULL, 1, 0, 0, NULL }, print = { stderr, 1, 0, 1, vp->cur };
+  ursa__thread_foreach(dump_one, &count);
+  fprintf(stderr, "ursa: deadlock: all %d user threads blocked, no timer pending\n", count.n);
+  ursa__thread_foreach(dump_one, &print);
+  print_cycles(stderr);
+  fflush(stderr);
+  exit(3);
+}
+
+void ursa__dump_all(FILE *f, struct ursa__vp *vp, struct ursa__thread *self) {
+  struct dump count = { NULL, 0, 0, 0, NULL }, print = { f, 0, 0, 1, self };
+  ursa__thread_foreach(dump_one, &count);
+  if (vp)
+    fprintf(f, "ursa: %d threads; dumped by thread %llu on VP %u (%u VPs); %u ready on it, %u timers armed\n",
+            count.n, (unsigned long long)self->id, vp->index, ursa__g.nvps, ursa__runq_len(vp), vp->ntimers);
+  else
+    fprintf(f, "ursa: %d threads on %u VPs; dumped on signal (URSA_DUMP_SIGNAL) while they run\n", count.n,
+            ursa__g.nvps);
+  ursa__thread_foreach(dump_one, &print);
+  print_cycles(f);                                            /* a partial deadlock, on demand */
+  fflush(f);
+}
+
+int ursa_dump(FILE *f) {
+  URSA_VP_OR_RETURN(vp);
+  if (f == NULL) return -EINVAL;
+  ursa__dump_all(f, vp, vp->cur);
+  return 0;
+}

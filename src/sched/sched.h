@@ -1,0 +1,419 @@
+/*
+ * sched.h - the scheduler's interface to the layers above it (src/model/, src/sync/, src/pt/,
+ * src/runtime/): wait queues, the run queue, switch, block and wake, thread life, timers and
+ * regions.  Below it is src/core/ (data types, stacks, trace); nothing here calls upward.
+ */
+#ifndef URSA_SCHED_H
+#define URSA_SCHED_H
+
+#include "../core/vp.h"
+#include "../core/trace.h"
+#include "../core/stack.h"
+#include "../core/backtrace.h"
+
+/* ---- wait queues (queue.h-style inline helpers) ----------------------------------------------- */
+static inline bool ursa__q_empty(const struct ursa__waitq *q) { return q->head == NULL; }
+
+static inline void ursa__q_push(struct ursa__waitq *q, struct ursa__thread *t) {
+  t->qnext = NULL;
+  t->qprev = q->tail;
+  if (q->tail) q->tail->qnext = t; else q->head = t;
+  q->tail = t;
+  t->waitq = q;
+}
+
+/* Pop and remove leave t->waitq as it was: it is read only for a BLOCKED thread with a timer
+ * (to leave its queue on timeout), and every timed wait sets it first (push, or NULL for a sleep). */
+static inline struct ursa__thread *ursa__q_pop(struct ursa__waitq *q) {
+  struct ursa__thread *t = q->head;
+  if (t) {
+    q->head = t->qnext;
+    if (q->head) q->head->qprev = NULL; else q->tail = NULL;
+  }
+  return t;
+}
+
+/* Takes the first waiter of q that the caller may wake, NULL when none; the caller holds the
+ * object's lock.  With several VPs a timed waiter may have been claimed by its timer (which then
+ * removes it from q itself and wakes it with -ETIMEDOUT): such a waiter is passed over, so a post,
+ * unlock or put goes to a thread that will see it.  Claim protocol: src/sched/vp.c. */
+URSA_HIDDEN bool ursa__claim_for_waker(struct ursa__thread *t);
+static inline struct ursa__thread *ursa__q_take_if(bool smp, struct ursa__waitq *q) {
+  struct ursa__thread *t;
+  if (ursa_likely(!smp)) return ursa__q_pop(q);      /* one VP: timers fire on this VP, in order */
+  while ((t = ursa__q_pop(q)) != NULL) {
+    if (ursa_likely(t->timer_vp == NULL) || ursa__claim_for_waker(t)) return t;
+  }
+  return NULL;
+}
+static inline struct ursa__thread *ursa__q_take(const struct ursa__vp *vp, struct ursa__waitq *q) {
+  return ursa__q_take_if(vp->smp, q);
+}
+
+static inline void ursa__q_remove(struct ursa__waitq *q, struct ursa__thread *t) {
+  if (t->qprev) t->qprev->qnext = t->qnext; else q->head = t->qnext;
+  if (t->qnext) t->qnext->qprev = t->qprev; else q->tail = t->qprev;
+}
+
+/* ---- run queue --------------------------------------------------------------------------------- */
+
+/* The run queue's order is `next` (when set) and then the ring.  `next` is filled only while the
+ * ring is empty, so it always holds the oldest ready thread and FIFO order is kept; a hand-off
+ * between two threads (a post and a wait, a ping-pong of yields) then never touches the ring. */
+
+/* Appends the READY thread t.  Executed only by the owning VP. */
+static inline void ursa__runq_push(struct ursa__vp *vp, struct ursa__thread *t) {
+  struct ursa__runq *q = &vp->runq;
+  if (q->next == NULL && q->head == q->tail) {
+    q->next = t;
+    return;
+  }
+  URSA_ASSERT(q->tail - q->head <= q->mask);
+  t->rq_pos = q->tail;
+  q->buf[q->tail++ & q->mask] = t;
+}
+
+/* Removes and returns the first thread, NULL when none.  Executed only by the owning VP. */
+static inline struct ursa__thread *ursa__runq_pop(struct ursa__vp *vp) {
+  struct ursa__runq *q = &vp->runq;
+  struct ursa__thread *t = q->next;
+  if (t != NULL) {
+    q->next = NULL;
+    return t;
+  }
+  if (q->head == q->tail) return NULL;
+  return q->buf[q->head++ & q->mask];
+}
+
+static inline bool ursa__runq_empty(const struct ursa__vp *vp) {
+  return vp->runq.next == NULL && vp->runq.head == vp->runq.tail;
+}
+
+static inline uint32_t ursa__runq_len(const struct ursa__vp *vp) {
+  return (vp->runq.next != NULL) + (vp->runq.tail - vp->runq.head);
+}
+
+/* Puts the READY thread `in` where the READY thread `out` is, and takes `out` off the queue. */
+static inline void ursa__runq_replace(struct ursa__vp *vp, struct ursa__thread *out, struct ursa__thread *in) {
+  struct ursa__runq *q = &vp->runq;
+  if (q->next == out) {
+    q->next = in;
+    return;
+  }
+  in->rq_pos = out->rq_pos;
+  q->buf[out->rq_pos & q->mask] = in;
+}
+
+/* ---- scheduler (sched.c) ---------------------------------------------------------------------- */
+
+#if URSA_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+#if URSA_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+/* Everything a switch from `from` (vp->cur) to `to` does before the jump.  `from` must already be
+ * where it belongs (run queue, a wait queue, or ZOMBIE).  The _raw version leaves out the trace's
+ * hook: URSA__SWITCH_RETURN tests the flag itself (see there). */
+static inline void ursa__switch_prepare_raw(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
+  from->saved_errno = *vp->errno_p;                           /* errno is per ursa thread */
+  *vp->errno_p = to->saved_errno;
+#if URSA_TSAN
+  __tsan_release(from);                      /* the switch's on-CPU clearing store, for TSan:
+                                                pairs with __tsan_acquire in ursa__oncpu_wait */
+#endif
+  ursa__set_state(to, URSA__RUNNING);
+  vp->cur = to;
+  vp->stats.switches++;
+#if URSA_ASAN
+  __sanitizer_start_switch_fiber(from->state == URSA__ZOMBIE ? NULL : &from->asan_fake,
+                                 to->stack_lo, to->stack_size);
+#endif
+#if URSA_TSAN
+  __tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+}
+static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
+  if (URSA__TRACING()) ursa__trace_switch(vp, from, to);     /* URSA_TRACE (trace.c) */
+  ursa__switch_prepare_raw(vp, from, to);
+}
+
+/* Switches from `from` to `to` and returns, from the function that uses it, the wake result of
+ * `from` once something switches back.  The jump carries the resumed thread's wake result as its
+ * arg, so nothing has to run after the jump: without sanitizers the jump is a tail call, and the
+ * resumed thread returns straight to its caller.  (Measured: a switch that ends in a tail call
+ * keeps the return-address predictor in step; one more return level after the jump cost ~2x.) */
+#if URSA_ASAN
+#  define URSA__SWITCH_RETURN_RAW(vp, from, to)                                           \
+     do {                                                                                 \
+       int r_;                                                                            \
+       ursa__switch_prepare_raw(vp, from, to);                                                  \
+       r_ = ursa__ctx_switch(&(from)->ctx, &(to)->ctx, (to)->wake_result);           \
+       __sanitizer_finish_switch_fiber((from)->asan_fake, NULL, NULL);                    \
+       return r_;                                                                         \
+     } while (0)
+#else
+#  define URSA__SWITCH_RETURN_RAW(vp, from, to)                                           \
+     do {                                                                                 \
+       ursa__switch_prepare_raw(vp, from, to);                                                  \
+       return ursa__ctx_switch(&(from)->ctx, &(to)->ctx, (to)->wake_result);         \
+     } while (0)
+#endif
+/* The trace's hook on the tail-called switch paths: when tracing, the whole switch is done by
+ * ursa__switch_traced (trace.c), itself tail-called.  A call to the recorder before the switch
+ * would keep `from` and `to` live across it, and the compiler then saves two callee-saved
+ * registers on every switch (measured: ursa_yield gained two pushes and two pops); this way the
+ * untraced path pays only the load and the branch. */
+URSA_HIDDEN int ursa__switch_traced(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to);
+#define URSA__SWITCH_RETURN(vp, from, to)                                                 \
+   do {                                                                                   \
+     if (URSA__TRACING()) return ursa__switch_traced(vp, from, to);                       \
+     URSA__SWITCH_RETURN_RAW(vp, from, to);                                               \
+   } while (0)
+
+URSA_HIDDEN int  ursa__yield_involuntary(struct ursa__vp *vp);   /* src/model/ */
+URSA_HIDDEN int  ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline);
+URSA_HIDDEN void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t);
+URSA_HIDDEN void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadline);
+/* Several VPs: the end of ursa__block once cur->timer_vp is set (its timer armed, or NULL):
+ * marks the running thread BLOCKED on obj, releases lock (now a waker may make it READY, even
+ * before it is saved: the on-CPU byte covers that) and switches out (src/sched/vp.c). */
+URSA_HIDDEN int  ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock);
+/* Several VPs: finishing the running thread (src/sched/vp.c). */
+URSA_HIDDEN void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *result) __attribute__((noreturn));
+
+/* Blocks the running thread until ursa__wake; it must already be on the wait queue of obj (or on
+ * none).  lock is obj's lock (NULL for none): held by the caller when vp->smp, released here once
+ * the thread is marked BLOCKED.  deadline is CLOCK_MONOTONIC ns, 0 for none.  Returns the wake
+ * result: 0, or -ETIMEDOUT when the deadline passed (the thread has then been removed from its
+ * wait queue).  The common one-VP case (no deadline, no timers, a thread ready) is inline and ends
+ * in the switch's tail call.  Executed only by the running thread of vp. */
+/* The modes of the hottest paths (see URSA__ALWAYS_INLINE): URSA__FAST when the VP is neither
+ * SMP nor traced (vp->slow == 0: no test of either is left in the code), URSA__CHECKED for one VP
+ * that may be traced, URSA__SMPMODE for several VPs. */
+enum { URSA__FAST = 0, URSA__CHECKED = 1, URSA__SMPMODE = 2 };
+
+static inline int ursa__block_m(int mode, struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock,
+                                uint64_t deadline) {
+  struct ursa__thread *cur = vp->cur, *next;
+  if (mode == URSA__SMPMODE && deadline == 0) {       /* several VPs, no deadline: src/sched */
+    cur->timer_vp = NULL;
+    return ursa__smp_block(vp, kind, obj, lock);
+  }
+  if (ursa_unlikely(deadline != 0 || mode == URSA__SMPMODE || vp->ntimers != 0 || ursa__runq_empty(vp)))
+    return ursa__block_slow(vp, kind, obj, lock, deadline);
+  next = ursa__runq_pop(vp);
+  if (mode == URSA__FAST) {                  /* one VP: plain stores (the compiler merges them) */
+    cur->state = URSA__BLOCKED;
+    cur->wait_kind = (uint8_t)kind;
+    cur->wait_obj = obj;                     /* (wake_result: every waker sets it) */
+    vp->stats.blocks++;
+    URSA__SWITCH_RETURN_RAW(vp, cur, next);
+  }
+  ursa__set_state(cur, URSA__BLOCKED);
+  __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);
+  __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);
+  vp->stats.blocks++;
+  URSA__SWITCH_RETURN(vp, cur, next);
+}
+static inline int ursa__block_if(bool smp, struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock,
+                                 uint64_t deadline) {
+  return ursa__block_m(smp ? URSA__SMPMODE : URSA__CHECKED, vp, kind, obj, lock, deadline);
+}
+static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline) {
+  return ursa__block_if(vp->smp, vp, kind, obj, lock, deadline);
+}
+
+/* Starts loading the frame a switch to t will restore (its saved registers and the frame they
+ * return to): with hundreds of threads it is not in the cache, and the caller usually has some
+ * bookkeeping left to overlap with the miss. */
+static inline void ursa__prefetch_frame(const struct ursa__thread *t) {
+  __builtin_prefetch(URSA__CTX_SP(&t->ctx));
+#if URSA__CTX_WORDS == 1                     /* the saved registers are on the stack too */
+  __builtin_prefetch((const char *)URSA__CTX_SP(&t->ctx) + 64);
+#endif
+}
+
+/* Makes the BLOCKED thread t READY with wake result res and removes its timer.  t must already be
+ * off every wait queue (taken by ursa__q_take).  Never switches.  One VP: t goes to the tail of
+ * the run queue.  Several VPs: t runs on the waker's VP unless it is pinned (see vp.c). */
+/* Several VPs: make t READY where it belongs (src/sched/vp.c); self is the waker's VP. */
+URSA_HIDDEN void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res);
+/* One VP, t without a timer: READY at the tail of the run queue. */
+static inline void ursa__wake_ready(struct ursa__thread *t, int res) {
+  t->wake_result = res;
+  ursa__set_state(t, URSA__READY);                    /* wait_kind is read only while BLOCKED */
+  ursa__runq_push(t->vp, t);
+}
+/* One VP, the rare cases: t has a timer (cancelled first), or URSA_TRACE records the wake-up.
+ * One out-of-line call for both keeps callers frameless (with two, GCC gave sem_post a frame). */
+URSA_HIDDEN void ursa__wake_slow(struct ursa__thread *t, int res);
+/* Several VPs: whether t, made READY by a thread of self, takes the common hand-off: t is unpinned
+ * and goes to the front of self's Protect Queue, which is empty (ring, next and overflow list), so
+ * it is below what any policy keeps (ursa__pol_keep >= 1) and no shared structure is involved.
+ * The policy is not global and the hard build's chaos is off (ursa__g.smp_handoff).  Otherwise
+ * src/sched/vp.c's ready_slow decides.  Executed only by self's running thread or idle context. */
+static inline bool ursa__smp_handoff_ok(const struct ursa__vp *self, const struct ursa__thread *t) {
+  const struct ursa__runq *q = &self->runq;
+  return q->next == NULL && q->head == q->tail && q->xhead == NULL && t->region == NULL &&
+         !t->pinned && ursa__g.smp_handoff;
+}
+static inline void ursa__smp_handoff(struct ursa__vp *self, struct ursa__thread *t) {
+  t->vp = self;
+  t->in_extra = 0;
+  self->runq.next = t;                       /* ursa__runq_push into an empty queue */
+}
+static inline void ursa__wake_m(int mode, struct ursa__thread *t, int res) {
+  URSA_ASSERT(t->state == URSA__BLOCKED);
+  if (mode == URSA__SMPMODE) {               /* several VPs: src/sched decides where t runs */
+    struct ursa__vp *self = ursa__tls_vp;
+    /* the common case inline: no timer to cancel (the caller holds the lock t waited under, so
+     * timer_vp is stable), not a wait shell, not traced, the hand-off */
+    if (ursa_likely(t->timer_vp == NULL && !t->is_shell && ursa__smp_handoff_ok(self, t)) &&
+        !URSA__TRACING()) {
+      t->wake_result = res;
+      ursa__set_state(t, URSA__READY);
+      ursa__smp_handoff(self, t);
+      return;
+    }
+    ursa__smp_wake(self, t, res);
+    return;
+  }
+  if (ursa_unlikely(t->heap_idx != 0) || (mode != URSA__FAST && URSA__TRACING())) {
+    ursa__wake_slow(t, res);
+    return;
+  }
+  ursa__wake_ready(t, res);
+}
+static inline void ursa__wake_if(bool smp, struct ursa__thread *t, int res) {
+  if (ursa_unlikely(smp)) ursa__wake_m(URSA__SMPMODE, t, res);
+  else ursa__wake_m(URSA__CHECKED, t, res);
+}
+static inline void ursa__wake(struct ursa__thread *t, int res) { ursa__wake_if(t->vp->smp, t, res); }
+
+/* Waits until t's on-CPU byte is 0 (its last switch saved it): spins, yielding to the kernel
+ * after a while.  Then t's stack and descriptor are free for the caller.  Several VPs only. */
+static inline bool ursa__oncpu(struct ursa__thread *t) {
+  bool busy = __atomic_load_n(ursa__ctx_oncpu(&t->ctx), __ATOMIC_ACQUIRE) != 0;  /* pairs with the
+                                                        switch's clearing store (context.h) */
+#if URSA_TSAN
+  if (!busy) __tsan_acquire(t);
+#endif
+  return busy;
+}
+URSA_HIDDEN void ursa__oncpu_wait(struct ursa__thread *t);
+
+/* Wakes every thread of q in order. */
+URSA_HIDDEN void ursa__wake_all(const struct ursa__vp *vp, struct ursa__waitq *q, int res);
+
+/* The entry of every new thread's context (runs fn, then finishes the thread). */
+URSA_HIDDEN void ursa__thread_entry(void *from) __attribute__((noreturn));
+
+/* Ends the running thread: never returns. */
+URSA_HIDDEN void ursa__thread_finish(struct ursa__vp *vp, void *result) __attribute__((noreturn));
+
+/* Wakes, with -ETIMEDOUT, every thread of the VP whose deadline is at or before now. */
+URSA_HIDDEN void ursa__timers_fire(struct ursa__vp *vp, uint64_t now);
+URSA_HIDDEN uint64_t ursa__now(void);
+
+/* Converts an absolute deadline on clock to CLOCK_MONOTONIC ns: -EINVAL for a bad clock or
+ * tv_nsec.  A deadline already passed gives 1 (the earliest representable). */
+URSA_HIDDEN int ursa__deadline(int clock, const struct timespec *abstime, uint64_t *out);
+
+/* Releases a finished thread: handle (goes stale) and stack (back to the pool).  The two halves
+ * are separate for detached threads, whose stack is still in use when the handle is released. */
+URSA_HIDDEN void ursa__thread_release(struct ursa__vp *vp, struct ursa__thread *t);
+URSA_HIDDEN void ursa__thread_release_handle(struct ursa__thread *t);
+URSA_HIDDEN void ursa__thread_release_stack(struct ursa__vp *vp, struct ursa__thread *t);
+URSA_HIDDEN void ursa__reap(struct ursa__vp *vp);
+/* Grows the timer heap and the run queue for nthreads live threads.  -ENOMEM. */
+URSA_HIDDEN int  ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads);
+URSA_HIDDEN int  ursa__timers_reserve(struct ursa__vp *vp, uint64_t nthreads);
+/* Regions (src/sched/region.c) */
+struct ursa__region;
+URSA_HIDDEN struct ursa__vp *ursa__region_vp(const struct ursa__region *r);
+URSA_HIDDEN void ursa__regions_apply(struct ursa__vp *vp, const struct ursa__region *stays);
+URSA_HIDDEN void ursa__regions_balance(struct ursa__vp *vp, const struct ursa__region *stays);
+URSA_HIDDEN struct ursa__region *ursa__region_of(ursa_region_t *r);
+URSA_HIDDEN void ursa__region_join(struct ursa__region *r);
+URSA_HIDDEN void ursa__region_leave(struct ursa__region *r);
+/* Calls fn for every live thread (for reports).  Slow path. */
+URSA_HIDDEN void ursa__thread_foreach(void (*fn)(struct ursa__thread *, void *), void *arg);
+URSA_HIDDEN int  ursa__threads_init(void);
+URSA_HIDDEN void ursa__threads_fini(void);
+
+/* ---- wait shells (src/pt/pt_sched.c) ------------------------------------------------------------
+ * A stackless thread (include/ursa/pt_sched.h) that waits on an object of the core borrows a
+ * "shell": a struct ursa__thread without a stack, never in the handle table, queued where a
+ * blocked thread would be (a wait queue, a joiner field) for the duration of that one wait.  Its
+ * heap_idx is URSA__HEAP_SHELL, so the one-VP wake takes its existing slow branch
+ * (ursa__wake_m: heap_idx != 0) and ursa__wake_slow hands the shell to ursa__pts_shell_wake
+ * instead of a run queue; with several VPs ursa__smp_wake does the same on is_shell (a thread's
+ * heap_idx may be changing there, under another VP's timer lock).  Nothing else of the core runs
+ * a shell. */
+#define URSA__HEAP_SHELL UINT32_MAX
+/* Called by the core's wake paths for a shell, with the wake result: makes its stackless thread
+ * ready on its executor.  Takes only the executor's lock (a leaf, like an inbox lock). */
+URSA_HIDDEN void ursa__pts_shell_wake(struct ursa__thread *shell, int res);
+/* ursa_join for a shell (thread.c): 0 when t had finished (released here), 1 when shell is now
+ * t's joiner (woken when t finishes; the executor then calls ursa__join_async_done), -EINVAL or
+ * -EDEADLK as ursa_join.  Never blocks. */
+URSA_HIDDEN int  ursa__join_async(struct ursa__vp *vp, struct ursa__thread *t, struct ursa__thread *shell);
+URSA_HIDDEN void ursa__join_async_done(struct ursa__vp *vp, struct ursa__thread *t);
+/* ursa_sem_wait for a shell (sem.c): 0 when a unit was taken, 1 when shell is queued (a post hands
+ * it a unit and wakes it), -EINVAL for a bad semaphore.  Never blocks. */
+URSA_HIDDEN int  ursa__sem_wait_async(ursa_sem_t *s, struct ursa__thread *shell);
+/* The same for the cells (cells.c): ivar get, mvar put and take; 0 done now, 1 queued, -EINVAL.
+ * A woken ivar shell reads the value with ursa__ivar_value(wait_obj); a woken mvar taker finds it
+ * in shell->wait_data. */
+URSA_HIDDEN int   ursa__ivar_get_async(ursa_ivar_t *v, struct ursa__thread *shell, void **value);
+URSA_HIDDEN void *ursa__ivar_value(void *ivar);
+URSA_HIDDEN int   ursa__mvar_put_async(ursa_mvar_t *v, struct ursa__thread *shell, void *value);
+URSA_HIDDEN int   ursa__mvar_take_async(ursa_mvar_t *v, struct ursa__thread *shell, void **value);
+
+
+/* ---- the execution model's hooks ---------------------------------------------------------------- */
+/* What the execution model (src/model/, a layer above) does at the scheduler's points.  Filled by
+ * ursa__model_start (ursa_init) before VPs 1..N-1 start, read-only while they run; the scheduler
+ * calls them only when the VP's flags say a model is active (pre_pending, the timer bytes). */
+struct ursa__model_hooks {
+  void (*vp_start)(struct ursa__vp *vp);          /* a VP 1..N-1 starts, on its kernel thread */
+  void (*vp_stop)(struct ursa__vp *vp);           /* ... and stops, on its kernel thread      */
+  void (*idle)(struct ursa__vp *vp, int sleep);   /* around a wait in the kernel (timers off)  */
+  void (*deferred)(struct ursa__vp *vp);          /* a deferred preemption is due              */
+};
+URSA_HIDDEN extern struct ursa__model_hooks ursa__model_hooks;
+/* A preemption that was deferred (vp->pre_pending) is taken here when the running thread may be
+ * switched out: called by ursa calls that do not otherwise switch (post, unlock, signal, create),
+ * at their end, with no lock held. */
+static inline void ursa__preempt_point(struct ursa__vp *vp) {
+  if (ursa_unlikely(__atomic_load_n(&vp->pre_pending, __ATOMIC_RELAXED))) ursa__model_hooks.deferred(vp);
+}
+/* Around a wait of the VP in the kernel: a sleeping VP takes no timer signals. */
+static inline void ursa__preempt_idle(struct ursa__vp *vp, int sleep) {
+  if (ursa_unlikely(vp->pre_timer_on | vp->rot_timer_on)) ursa__model_hooks.idle(vp, sleep);
+}
+
+/* ---- reports (report.c) ------------------------------------------------------------------------ */
+/* A waitable kind, as the reports print it: "what" names the wait ("ursa_mutex_lock on mutex");
+ * owner, when set, gives the thread that holds obj (the wait-for graph's edge). */
+enum { URSA__WK_THREAD = 1,      /* wait_obj is the thread waited for (a join) */
+       URSA__WK_NOOBJ = 2 };     /* no object to print (a sleep)               */
+struct ursa__waitkind {
+  const char           *what;
+  struct ursa__thread *(*owner)(void *obj);
+  unsigned              flags;
+};
+/* Registers kind k (an enum ursa__wait value); from ursa_init, before VPs 1..N-1 start. */
+URSA_HIDDEN void ursa__waitkind_register(int kind, const struct ursa__waitkind *k);
+URSA_HIDDEN const char *ursa__wait_name(int kind);
+/* Prints every blocked thread and the wait-for cycles, then exits with status 3. */
+URSA_HIDDEN void ursa__deadlock_report(struct ursa__vp *vp) __attribute__((noreturn));
+/* Every thread, its state, wait object and backtrace, and the wait-for cycles, to f.  self is the
+ * calling ursa thread, or NULL from the dump thread (src/runtime/dumpsig.c, URSA_DUMP_SIGNAL). */
+URSA_HIDDEN void ursa__dump_all(FILE *f, struct ursa__vp *vp, struct ursa__thread *self);
+/* sched's own kinds (join, sleep); ursa_init calls it first. */
+URSA_HIDDEN void ursa__sched_register_kinds(void);
+
+#endif /* URSA_SCHED_H */
