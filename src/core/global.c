@@ -19,10 +19,6 @@ struct ursa__global ursa__g;
 
 __thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-exec")));
 
-struct ursa__vp *ursa__vp_current(void) {
-  __asm__ volatile("" ::: "memory");          /* not a pure function: never merged across calls */
-  return ursa__tls_vp;
-}
 
 /* ---- spin locks ------------------------------------------------------------------------------ */
 
