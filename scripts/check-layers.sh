@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# scripts/check-layers.sh NM OBJECT... - the layering check of `make test` (issue #15 item 5).
+#
+# ursa's folders are layers, each calling only the ones below it (docs/ARCHITECTURE.md, "Layers"):
+#     arch < core < sched < model < sync < pt < runtime
+# From `nm` of the built objects (not from reading the sources) this fails when
+#   1. an object of a folder references a symbol defined in an object of a higher folder;
+#   2. a folder of src/ is not in the order above (a new folder must be placed first);
+#   3. a public header (include/) names an ursa__ identifier that is not in PUBLIC_INTERNALS below
+#      (the entry points that the protothread macros and ursa_tick expand to: they must be linkable
+#      from user code, and the list says which are meant);
+#   4. fewer objects than folders were given (a check that saw nothing would pass vacuously).
+# scripts/check-layers.sh --self-test NM OBJECT... plants an upward call and a new public ursa__
+# name and checks that each makes the check fail (run by CTest too).
+set -u
+LAYERS=(arch core sched model sync pt runtime)
+# identifier: why a public header names it
+PUBLIC_INTERNALS="
+ursa__tick ursa__tick_flag
+ursa__pts_exec ursa__pts_fast_magic ursa__pts_fifo_put ursa__pts_ivar_get ursa__pts_join
+ursa__pts_join_thread ursa__pts_mvar_put ursa__pts_mvar_take ursa__pts_runq ursa__pts_sem_fast
+ursa__pts_sem_post ursa__pts_sem_post_from ursa__pts_sem_post_slow ursa__pts_sem_wait
+ursa__pts_sem_wait_fast ursa__pts_sem_wait_slow ursa__pts_sleep ursa__pts_timer_cancel
+ursa__pts_ursa_sem_wait"
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+self_test=0
+if [ "${1:-}" = --self-test ]; then self_test=1; shift; fi
+NM=${1:?usage: check-layers.sh [--self-test] NM OBJECT...}; shift
+# CTest passes $<TARGET_OBJECTS:...> as one ;-separated argument
+objs=()
+for a in "$@"; do IFS=';' read -ra parts <<<"$a"; objs+=("${parts[@]}"); done
+set -- "${objs[@]}"
+
+declare -A RANK
+for i in "${!LAYERS[@]}"; do RANK[${LAYERS[$i]}]=$i; done
+
+check() {   # check INCLUDE-DIR OBJECT...: prints each violation, returns 1 if any
+  local inc=$1; shift
+  local bad=0 o f s r d u n=0
+  declare -A def
+  for o in "$@"; do
+    case "$o" in */src/*) ;; *) continue ;; esac
+    n=$((n + 1))
+    f=${o%/*}; f=${f##*/}                  # .../src/<folder>/<file>.o
+    if [ -z "${RANK[$f]:-}" ]; then echo "layering: src/$f/ is not a layer (add it to LAYERS in $0 and to docs/ARCHITECTURE.md)"; bad=1; fi
+    while read -r s; do def[$s]=$f; done < <("$NM" --defined-only -g "$o" | awk 'NF == 3 { print $3 }')
+  done
+  if [ "$n" -lt 5 ]; then echo "layering: only $n objects of src/ given: nothing was checked"; return 1; fi
+  for o in "$@"; do
+    case "$o" in */src/*) ;; *) continue ;; esac
+    f=${o%/*}; f=${f##*/}; r=${RANK[$f]:-0}
+    while read -r s; do
+      d=${def[$s]:-}
+      [ -n "$d" ] || continue
+      if [ "${RANK[$d]:-0}" -gt "$r" ]; then
+        echo "layering: src/$f/${o##*/} references $s, defined in src/$d/ (a higher layer)"; bad=1
+      fi
+    done < <("$NM" -u "$o" | awk '{ print $NF }')
+  done
+  for u in $(grep -ohE '\bursa__[A-Za-z0-9_]+' "$inc"/ursa.h "$inc"/ursa/*.h | sort -u); do
+    case " $(echo $PUBLIC_INTERNALS) " in
+      *" $u "*) ;;
+      *) echo "layering: a public header names $u (internal names stay in src/)"; bad=1 ;;
+    esac
+  done
+  return $bad
+}
+
+if [ $self_test -eq 0 ]; then
+  out=$(check "$root/include" "$@")
+  rc=$?
+  if [ $rc -ne 0 ]; then echo "$out"; echo "layering check FAILED (order: ${LAYERS[*]})"; exit 1; fi
+  echo "layering check passed: $# objects, order ${LAYERS[*]}; public headers name only the listed ursa__ entry points"
+  exit 0
+fi
+
+# --self-test: the real objects must pass; an object of src/core/ that calls ursa_sem_post (sync)
+# must fail; a header that names a new ursa__ identifier must fail.
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails=0
+check "$root/include" "$@" >/dev/null || { echo "self-test: the real objects do not pass"; fails=1; }
+mkdir -p "$tmp/src/core" "$tmp/include/ursa"
+printf 'extern int ursa_sem_post(void *);\nint planted(void *s) { return ursa_sem_post(s); }\n' > "$tmp/planted.c"
+${CC:-cc} -c "$tmp/planted.c" -o "$tmp/src/core/planted.c.o" 2>/dev/null || { echo "self-test: cannot compile (CC=${CC:-cc})"; exit 1; }
+out=$(check "$root/include" "$@" "$tmp/src/core/planted.c.o")
+case "$out" in *"src/core/planted.c.o references ursa_sem_post"*) ;; *) echo "self-test: an upward call was not found"; fails=1 ;; esac
+cp "$root"/include/ursa.h "$tmp/include/"; cp "$root"/include/ursa/*.h "$tmp/include/ursa/"
+echo 'void ursa__planted_internal(void);' >> "$tmp/include/ursa/pt.h"
+out=$(check "$tmp/include" "$@")
+case "$out" in *"names ursa__planted_internal"*) ;; *) echo "self-test: a new public ursa__ name was not found"; fails=1 ;; esac
+[ $fails -eq 0 ] && echo "layering self-test passed: a planted upward call and a planted public internal name each fail the check"
+exit $fails
