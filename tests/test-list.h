@@ -20,3 +20,4 @@ TEST(thread_dump_signal_bad_value)
 #include "list-smp.h"
 #include "list-trace.h"
 #include "list-model.h"
+#include "list-config.h"

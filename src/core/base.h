@@ -115,9 +115,16 @@ URSA_HIDDEN uint64_t ursa__now(void);
 /* Converts an absolute deadline on clock to CLOCK_MONOTONIC ns: -EINVAL for a bad clock or
  * tv_nsec.  A deadline already passed gives 1 (the earliest representable). */
 URSA_HIDDEN int ursa__deadline(int clock, const struct timespec *abstime, uint64_t *out);
-/* A number from the environment within [lo, hi]; 0 when unset, and with a warning when it is not
- * such a number. */
-URSA_HIDDEN unsigned long ursa__env_range(const char *name, unsigned long lo, unsigned long hi);
+/* The environment (env.c): each returns def when the variable is unset, empty, or (with a warning
+ * naming the variable and what it takes) not a valid value.  A whole number in [lo, hi]; a size
+ * in bytes in [lo, hi] (K, M, G, T suffixes); a flag (0/1, off/on, no/yes, false/true); one of n
+ * words (its index; NULL entries are skipped). */
+URSA_HIDDEN unsigned long long ursa__env_number(const char *name, unsigned long long lo,
+                                                unsigned long long hi, unsigned long long def);
+URSA_HIDDEN unsigned long long ursa__env_size(const char *name, unsigned long long lo,
+                                              unsigned long long hi, unsigned long long def);
+URSA_HIDDEN int ursa__env_flag(const char *name, int def);
+URSA_HIDDEN int ursa__env_word(const char *name, const char *const *words, int n, int def);
 #if URSA_TEST_HARD
 URSA_HIDDEN void ursa__fail_reset(void);
 #endif

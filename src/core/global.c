@@ -62,29 +62,19 @@ int ursa__deadline(int clock, const struct timespec *abstime, uint64_t *out) {
   return 0;
 }
 
-/* ---- panic and environment ------------------------------------------------------------------ */
+/* ---- panic and failure injection ------------------------------------------------------------------ */
 
 void ursa__panic(const char *where, const char *msg) {
   fprintf(stderr, "ursa: internal error in %s: %s\n", where, msg);
   abort();
 }
 
-unsigned long ursa__env_range(const char *name, unsigned long lo, unsigned long hi) {
-  const char *v = getenv(name);
-  char *end;
-  unsigned long n;
-  if (v == NULL || *v == '\0') return 0;
-  n = strtoul(v, &end, 10);
-  if (*end == '\0' && n >= lo && n <= hi) return n;
-  fprintf(stderr, "ursa: ignoring %s=%s: not a number from %lu to %lu\n", name, v, lo, hi);
-  return 0;
-}
 
 #if URSA_TEST_HARD
 static long fail_at, alloc_count;
 
 void ursa__fail_reset(void) {
-  fail_at = getenv("URSA_FAIL_AT") ? atol(getenv("URSA_FAIL_AT")) : 0;
+  fail_at = (long)ursa__env_number("URSA_FAIL_AT", 1, 1000000000, 0);
   alloc_count = 0;
 }
 

@@ -228,15 +228,7 @@ static void trace_atexit(void) {
 }
 
 static uint64_t env_events(void) {
-  const char *v = getenv("URSA_TRACE_EVENTS");
-  char *end;
-  unsigned long long n;
-  if (v == NULL || *v == '\0') return DEFAULT_MAX;
-  errno = 0;
-  n = strtoull(v, &end, 10);
-  if (errno == 0 && end != v && *end == '\0' && n >= 16) return n;
-  fprintf(stderr, "ursa: ignoring URSA_TRACE_EVENTS=%s: not a number of events >= 16\n", v);
-  return DEFAULT_MAX;
+  return ursa__env_number("URSA_TRACE_EVENTS", 16, (uint64_t)1 << 40, DEFAULT_MAX);
 }
 
 void ursa__trace_init(void) {

@@ -47,13 +47,8 @@ int32_t ursa__ic_start(void) { return ursa__g.model == URSA_MODEL_CP_IC ? ursa__
 /* ---- configuration ---------------------------------------------------------------------------- */
 
 static int env_model(void) {
-  const char *v = getenv("URSA_MODEL");
-  int m;
-  if (v == NULL || *v == '\0') return 0;
-  for (m = URSA_MODEL_CM; m <= URSA_MODEL_CP_IC; m++)
-    if (strcmp(v, names[m]) == 0) return m;
-  fprintf(stderr, "ursa: ignoring URSA_MODEL=%s: not cm, pcm, cp-ts or cp-ic\n", v);
-  return 0;
+  static const char *const words[] = { NULL, "cm", "pcm", "cp-ts", "cp-ic" };   /* URSA_MODEL_* */
+  return ursa__env_word("URSA_MODEL", words, URSA_MODEL_CP_IC + 1, 0);
 }
 
 /* A number in [lo, hi] from the environment, 0 when unset or (with a warning) bad. */
@@ -65,9 +60,9 @@ int ursa__model_config(ursa_config_t *c, const ursa_config_t *given) {
   unsigned long q = c->quantum_us, n = c->switch_count;
   if (c->model == 0) c->model = env_model();
   else if (c->model < URSA_MODEL_CM || c->model > URSA_MODEL_CP_IC) return -EINVAL;
-  if (q == 0) q = ursa__env_range("URSA_QUANTUM_US", QUANTUM_MIN_US, QUANTUM_MAX_US);
+  if (q == 0) q = ursa__env_number("URSA_QUANTUM_US", QUANTUM_MIN_US, QUANTUM_MAX_US, 0);
   else if (q < QUANTUM_MIN_US || q > QUANTUM_MAX_US) return -EINVAL;
-  if (n == 0) n = ursa__env_range("URSA_SWITCH_COUNT", 1, SWITCH_COUNT_MAX);
+  if (n == 0) n = ursa__env_number("URSA_SWITCH_COUNT", 1, SWITCH_COUNT_MAX, 0);
   if (c->model == URSA_MODEL_CM) {
     if (c->vps > 1) {
       fprintf(stderr, "ursa: the cm model runs one VP, but %s asks for %u\n",

@@ -18,6 +18,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,45 +32,16 @@ static unsigned kept_n;
 
 /* ---- configuration ---------------------------------------------------------------------------- */
 
-/* Parses "65536", "64K", "1M", "1G".  Returns 0 and warns for a value that is not a size. */
-static size_t env_size(const char *name) {
-  const char *v = getenv(name);
-  char *end;
-  unsigned long long n;
-  if (v == NULL || *v == '\0') return 0;
-  errno = 0;
-  n = strtoull(v, &end, 10);
-  if (errno == 0 && end != v) {
-    switch (toupper((unsigned char)*end)) {
-    case 'K': n <<= 10; end++; break;
-    case 'M': n <<= 20; end++; break;
-    case 'G': n <<= 30; end++; break;
-    default: break;
-    }
-    if (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I') end++;
-    if (*end == '\0') return (size_t)n;
-  }
-  fprintf(stderr, "ursa: ignoring %s=%s: not a size (bytes, or with K, M or G)\n", name, v);
-  return 0;
-}
+/* The limits of the settings (ursa_config_t and URSA_*; docs/GUIDE.md, "Settings"). */
+#define STACK_SIZE_MAX   ((size_t)1 << 40)       /* 1 TiB                                      */
+#define STACK_CACHE_MAX  ((size_t)1 << 20)       /* free stacks kept per VP                    */
+#define PREALLOC_MAX     ((size_t)1 << 16)       /* stacks mapped by ursa_init                 */
+#define VPS_MAX          4096u
+#define PQ_CAP_MAX       4096u
+#define WQ_CAP_MAX       (1u << 24)
 
-static int env_flag(const char *name) {
-  const char *v = getenv(name);
-  return v && *v && strcmp(v, "0") != 0;
-}
-
-static unsigned env_uint(const char *name) { return (unsigned)ursa__env_range(name, 1, 4096); }
-
-static int env_sched(void) {
-  const char *v = getenv("URSA_SCHED");
-  if (v == NULL || *v == '\0') return 0;
-  if (strcmp(v, "rotator") == 0) return URSA_SCHED_ROTATOR;
-  if (strcmp(v, "lb2") == 0) return URSA_SCHED_LB2;
-  if (strcmp(v, "global") == 0) return URSA_SCHED_GLOBAL;
-  if (strcmp(v, "steal") == 0) return URSA_SCHED_STEAL;
-  fprintf(stderr, "ursa: ignoring URSA_SCHED=%s: not rotator, lb2, global or steal\n", v);
-  return 0;
-}
+static const char *const sched_words[] = { NULL, "rotator", "lb2", "global", "steal" };   /* URSA_SCHED_* */
+static const char *const guard_words[] = { "auto", "mprotect" };
 
 static unsigned cpus_allowed(void) {
   cpu_set_t set;
@@ -93,17 +65,18 @@ int ursa_init(const ursa_config_t *cfg) {
 #endif
   memset(&c, 0, sizeof c);
   if (cfg) c = *cfg;
-  if (c.stack_size == 0) c.stack_size = env_size("URSA_STACK_SIZE");
-  if (c.stack_cache == 0) c.stack_cache = env_size("URSA_STACK_CACHE");
-  if (c.stack_prealloc == 0) c.stack_prealloc = env_size("URSA_STACK_PREALLOC");
-  if (c.stats == 0) c.stats = env_flag("URSA_STATS");
-  if (c.guard == 0 && getenv("URSA_GUARD")) c.guard = strcmp(getenv("URSA_GUARD"), "mprotect") == 0;
-  if (c.vps == 0) c.vps = env_uint("URSA_VPS");
-  if (c.pin == 0) c.pin = env_flag("URSA_PIN");
-  if (c.sched == 0) c.sched = env_sched();
-  if (c.pq_cap == 0) c.pq_cap = env_uint("URSA_PQ_CAP");
-  if (c.wq_cap == 0) c.wq_cap = env_uint("URSA_WQ_CAP");
-  if (c.region_balance == 0) c.region_balance = env_flag("URSA_REGION_BALANCE");
+  /* a setting given in the config wins; else its variable (checked, env.c); else the default */
+  if (c.stack_size == 0) c.stack_size = ursa__env_size("URSA_STACK_SIZE", URSA_STACK_MIN, STACK_SIZE_MAX, 0);
+  if (c.stack_cache == 0) c.stack_cache = ursa__env_number("URSA_STACK_CACHE", 1, STACK_CACHE_MAX, 0);
+  if (c.stack_prealloc == 0) c.stack_prealloc = ursa__env_number("URSA_STACK_PREALLOC", 1, PREALLOC_MAX, 0);
+  if (c.stats == 0) c.stats = ursa__env_flag("URSA_STATS", 0);
+  if (c.guard == 0) c.guard = ursa__env_word("URSA_GUARD", guard_words, 2, 0);
+  if (c.vps == 0) c.vps = (unsigned)ursa__env_number("URSA_VPS", 1, VPS_MAX, 0);
+  if (c.pin == 0) c.pin = ursa__env_flag("URSA_PIN", 0);
+  if (c.sched == 0) c.sched = ursa__env_word("URSA_SCHED", sched_words, 5, 0);
+  if (c.pq_cap == 0) c.pq_cap = (unsigned)ursa__env_number("URSA_PQ_CAP", 1, PQ_CAP_MAX, 0);
+  if (c.wq_cap == 0) c.wq_cap = (unsigned)ursa__env_number("URSA_WQ_CAP", 1, WQ_CAP_MAX, 0);
+  if (c.region_balance == 0) c.region_balance = ursa__env_flag("URSA_REGION_BALANCE", 0);
   if ((err = ursa__model_config(&c, cfg)) != 0) return err;   /* cm: one VP */
   if (c.vps == 0) c.vps = cpus_allowed();
   if (c.sched == 0) c.sched = URSA_SCHED_ROTATOR;
@@ -114,17 +87,14 @@ int ursa_init(const ursa_config_t *cfg) {
 #endif
   if (c.pq_cap == 0) c.pq_cap = 16;
   if (c.wq_cap == 0) c.wq_cap = 1024;
-  if (c.vps > 4096 || c.sched < URSA_SCHED_ROTATOR || c.sched > URSA_SCHED_STEAL || c.wq_cap > (1u << 24))
+  if (c.vps > VPS_MAX || c.sched < URSA_SCHED_ROTATOR || c.sched > URSA_SCHED_STEAL || c.wq_cap > WQ_CAP_MAX ||
+      c.pq_cap > PQ_CAP_MAX || c.stack_cache > STACK_CACHE_MAX || c.stack_prealloc > PREALLOC_MAX ||
+      c.guard < 0 || c.guard > 1)
     return -EINVAL;
   if (c.stack_size == 0) c.stack_size = 65536;
   if (c.stack_cache == 0) c.stack_cache = 1024;
   if (c.stack_prealloc == 0) c.stack_prealloc = 8;
-  if (c.stack_size < URSA_STACK_MIN || c.stack_size > ((size_t)1 << 40)) {
-    if (cfg && cfg->stack_size) return -EINVAL;
-    fprintf(stderr, "ursa: ignoring URSA_STACK_SIZE=%zu: below %u bytes or above 1 TiB\n",
-            c.stack_size, URSA_STACK_MIN);
-    c.stack_size = 65536;
-  }
+  if (c.stack_size < URSA_STACK_MIN || c.stack_size > STACK_SIZE_MAX) return -EINVAL;   /* the config's */
 
   ursa__g.page = (size_t)sysconf(_SC_PAGESIZE);
   ursa__g.stack_size = (c.stack_size + ursa__g.page - 1) & ~(ursa__g.page - 1);
@@ -141,7 +111,7 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__g.pin = c.pin;
   ursa__g.region_balance = c.region_balance != 0;
   ursa__g.model = c.model;                            /* 0: ursa__model_start decides */
-  if (c.rotate_us == 0) c.rotate_us = (unsigned)ursa__env_range("URSA_ROTATE_US", 100, 10000000);
+  if (c.rotate_us == 0) c.rotate_us = (unsigned)ursa__env_number("URSA_ROTATE_US", 100, 10000000, 0);
   if ((err = ursa__rot_config(c.rotate_us, cfg && cfg->rotate_us)) != 0) return err;
 
   memset(vp, 0, sizeof *vp);
@@ -306,6 +276,7 @@ int ursa_stats_print(FILE *f) {
 /* ---- errors ----------------------------------------------------------------------------------- */
 
 const char *ursa_strerror(int err) {
+  if (err == INT_MIN) return "unknown error";          /* -INT_MIN does not exist */
   if (err < 0) err = -err;
   switch (err) {
   case 0:          return "success";
