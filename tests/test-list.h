@@ -21,3 +21,4 @@ TEST(thread_dump_signal_bad_value)
 #include "list-trace.h"
 #include "list-model.h"
 #include "list-config.h"
+#include "list-time.h"

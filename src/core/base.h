@@ -111,9 +111,15 @@ static inline int ursa__obj_check(uint32_t *m, uint32_t magic, bool zeroable) {
 #define URSA__ROTATE_SIGNAL  (SIGRTMIN + 5)      /* the rotator's interval timer (src/model/)   */
 
 /* ---- clock and environment (global.c) ---------------------------------------------------------- */
-URSA_HIDDEN uint64_t ursa__now(void);
+/* CLOCK_MONOTONIC in nanoseconds: every clock reading of ursa (timers, the trace, the reports). */
+static inline uint64_t ursa__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 /* Converts an absolute deadline on clock to CLOCK_MONOTONIC ns: -EINVAL for a bad clock or
- * tv_nsec.  A deadline already passed gives 1 (the earliest representable). */
+ * tv_nsec.  A deadline already passed (a negative tv_sec too) gives 1, the earliest
+ * representable; one too far to represent saturates at UINT64_MAX. */
 URSA_HIDDEN int ursa__deadline(int clock, const struct timespec *abstime, uint64_t *out);
 /* The environment (env.c): each returns def when the variable is unset, empty, or (with a warning
  * naming the variable and what it takes) not a valid value.  A whole number in [lo, hi]; a size

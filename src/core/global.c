@@ -41,24 +41,30 @@ void ursa__spin_lock_slow(ursa__spin_t *l) {
 
 /* ---- time ------------------------------------------------------------------------------------- */
 
-uint64_t ursa__now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int ursa__deadline(int clock, const struct timespec *abstime, uint64_t *out) {
   struct timespec now;
-  int64_t delta;
-  uint64_t mono;
-  if (abstime == NULL || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L || abstime->tv_sec < 0)
-    return -EINVAL;
+  uint64_t mono, secs, delta;
+  long nsec;
+  if (abstime == NULL || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L) return -EINVAL;
   if (clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) return -EINVAL;
   if (clock_gettime(clock, &now) != 0) return -EINVAL;
-  delta = ((int64_t)abstime->tv_sec - (int64_t)now.tv_sec) * 1000000000LL +
-          (abstime->tv_nsec - now.tv_nsec);
   mono = ursa__now();
-  *out = delta <= 0 ? 1 : mono + (uint64_t)delta;            /* 1: passed already */
+  /* Compared before any arithmetic, so that no tv_sec overflows anything: a deadline at or before
+   * now (a negative tv_sec too) has passed (1: try once, then -ETIMEDOUT); one beyond what 64-bit
+   * nanoseconds hold saturates (UINT64_MAX: never, in practice). */
+  if (abstime->tv_sec < now.tv_sec || (abstime->tv_sec == now.tv_sec && abstime->tv_nsec <= now.tv_nsec)) {
+    *out = 1;
+    return 0;
+  }
+  secs = (uint64_t)abstime->tv_sec - (uint64_t)now.tv_sec;     /* > 0, or 0 with more nanoseconds */
+  nsec = abstime->tv_nsec - now.tv_nsec;                        /* -999999999 .. 999999999 */
+  if (secs >= (UINT64_MAX - mono) / 1000000000u - 1) {
+    *out = UINT64_MAX;
+    return 0;
+  }
+  delta = secs * 1000000000u + (uint64_t)nsec;                  /* wraps back for a negative nsec */
+  *out = mono + delta;
   return 0;
 }
 

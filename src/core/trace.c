@@ -98,14 +98,8 @@ static struct {
 
 static int atexit_done;
 
-/* The hooks' flag, alone in its page at offset 0xf00 (internal.h says why). */
+/* The hooks' flag, alone in its page at offset 0xf00 (trace.h says why). */
 _Alignas(4096) struct ursa__trace_flag ursa__trace_flag;
-
-static inline uint64_t tnow(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- recording (a VP's own kernel thread) ------------------------------------------------------ */
 
@@ -167,7 +161,7 @@ static inline void name_once(struct tvp *b, uint64_t ts, const struct ursa__thre
 void ursa__trace_switch(struct ursa__vp *vp, const struct ursa__thread *from, const struct ursa__thread *to) {
   struct tvp *b = &T.vps[vp->index];
   int e = errno;
-  uint64_t ts = tnow();
+  uint64_t ts = ursa__now();
   name_once(b, ts, to);
   record(b, EV_SWITCH, ts, to->id, from->id, 0);
   errno = e;
@@ -177,7 +171,7 @@ void ursa__trace_switch(struct ursa__vp *vp, const struct ursa__thread *from, co
 void ursa__trace_wake(struct ursa__vp *self, const struct ursa__thread *t, unsigned to_vp, int res) {
   struct tvp *b = &T.vps[self->index];
   int e = errno;
-  uint64_t ts = tnow();
+  uint64_t ts = ursa__now();
   name_once(b, ts, t);
   record(b, EV_WAKE, ts, t->id, to_vp, res);
   errno = e;
@@ -185,14 +179,14 @@ void ursa__trace_wake(struct ursa__vp *self, const struct ursa__thread *t, unsig
 
 void ursa__trace_idle(struct ursa__vp *vp, int begin) {
   int e = errno;
-  record(&T.vps[vp->index], begin ? EV_IDLE_BEGIN : EV_IDLE_END, tnow(), 0, 0, 0);
+  record(&T.vps[vp->index], begin ? EV_IDLE_BEGIN : EV_IDLE_END, ursa__now(), 0, 0, 0);
   errno = e;
 }
 
 void ursa__trace_preempt(struct ursa__vp *vp, const struct ursa__thread *t) {
   struct tvp *b = &T.vps[vp->index];
   int e = errno;
-  uint64_t ts = tnow();
+  uint64_t ts = ursa__now();
   name_once(b, ts, t);
   record(b, EV_PREEMPT, ts, t->id, 0, 0);
   errno = e;
@@ -222,7 +216,7 @@ static void trace_atexit(void) {
   if (T.vps == NULL || T.written) return;
   /* Other VPs may still run: stop the hooks, then read each buffer as it is (file comment). */
   __atomic_store_n(&ursa__trace_flag.on, 0, __ATOMIC_RELAXED);
-  write_trace(tnow());
+  write_trace(ursa__now());
   T.written = 1;                                      /* buffers left allocated (and reachable):
                                                          a VP may still be writing */
 }
@@ -257,7 +251,7 @@ void ursa__trace_init(void) {
   }
   memset(T.vps, 0, T.nvps * sizeof *T.vps);
   T.max = env_events();
-  T.t0 = tnow();
+  T.t0 = ursa__now();
   T.main_id = m ? m->id : 1;
   if (m) name_once(&T.vps[0], T.t0, m);              /* main runs on VP 0 from now on */
   if (!atexit_done) {
@@ -278,7 +272,7 @@ void ursa__trace_discard(void) {
 void ursa__trace_fini(void) {
   if (T.vps == NULL) return;
   __atomic_store_n(&ursa__trace_flag.on, 0, __ATOMIC_RELAXED);
-  write_trace(tnow());
+  write_trace(ursa__now());
   free_buffers();
 }
 
