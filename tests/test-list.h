@@ -22,3 +22,4 @@ TEST(thread_dump_signal_bad_value)
 #include "list-model.h"
 #include "list-config.h"
 #include "list-time.h"
+#include "list-owner.h"

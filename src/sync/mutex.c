@@ -5,7 +5,10 @@
  * wakes up owning the mutex; a lock never has to retry.  Every type records its owner, so
  * unlocking a mutex the caller does not hold is -EPERM for all types (stricter than POSIX for
  * NORMAL, where it is undefined).  A NORMAL mutex relocked by its owner blocks for good, as POSIX
- * requires; the deadlock report then names the mutex.
+ * requires; the deadlock report then names the mutex.  The owner is known by its descriptor and
+ * its handle (owner_is): a thread that ended holding the mutex leaves it held, and a later thread
+ * that got its descriptor (the address) has another handle, so it does not own the mutex.  A
+ * RECURSIVE mutex's owner that try-locks it again counts one more lock, as POSIX says.
  *
  * Condition variable protocol: wait queues the caller on the condition, releases the mutex fully
  * (a recursive count is saved), blocks, and relocks before returning, also after a timeout.
@@ -21,7 +24,8 @@ struct ursa__mutex {
   uint32_t             magic;
   uint32_t             type;
   uint32_t             count;               /* extra recursive locks by the owner */
-  struct ursa__thread *owner;
+  struct ursa__thread *owner;               /* NULL: free                          */
+  ursa_thread_t        owner_h;             /* owner's handle: its identity        */
   struct ursa__waitq   q;
   ursa__spin_t         lock;                /* several VPs: guards all of the above */
 };
@@ -33,6 +37,14 @@ struct ursa__cond {
   struct ursa__waitq q;
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__cond, ursa_cond_t);
+
+static inline bool owner_is(const struct ursa__mutex *x, const struct ursa__thread *t) {
+  return x->owner == t && x->owner_h == t->handle;
+}
+static inline void owner_set(struct ursa__mutex *x, struct ursa__thread *t) {
+  x->owner = t;
+  x->owner_h = t ? t->handle : NULL;
+}
 
 static struct ursa__mutex *mutex_get(ursa_mutex_t *m) {
   struct ursa__mutex *x = (struct ursa__mutex *)m;
@@ -47,7 +59,7 @@ int ursa_mutex_init(ursa_mutex_t *m, int type) {
   x->magic = URSA__MUTEX_MAGIC;
   x->type = (uint32_t)type;
   x->count = 0;
-  x->owner = NULL;
+  owner_set(x, NULL);
   x->q.head = x->q.tail = NULL;
   x->lock = 0;
   return 0;
@@ -70,10 +82,10 @@ static int mutex_lock(struct ursa__mutex *x, struct ursa__vp *vp, bool try, uint
   int r = 0;
   ursa__olock(vp, &x->lock);
   if (ursa_likely(x->owner == NULL)) {
-    x->owner = cur;
+    owner_set(x, cur);
     goto out;
   }
-  if (x->owner == cur) {
+  if (owner_is(x, cur)) {
     if (x->type == URSA_MUTEX_RECURSIVE) {
       if (x->count == UINT32_MAX) r = -EAGAIN;
       else x->count++;
@@ -94,7 +106,7 @@ out:
 static void mutex_release(const struct ursa__vp *vp, struct ursa__mutex *x) {
   struct ursa__thread *t = ursa__q_take(vp, &x->q);
   x->count = 0;
-  x->owner = t;
+  owner_set(x, t);
   if (t) ursa__wake(t, 0);
 }
 
@@ -127,7 +139,7 @@ int ursa_mutex_unlock(ursa_mutex_t *m) {
   URSA_VP_OR_RETURN(vp);
   if (x == NULL) return -EINVAL;
   ursa__olock(vp, &x->lock);
-  if (x->owner != vp->cur) { ursa__ounlock(vp, &x->lock); return -EPERM; }
+  if (!owner_is(x, vp->cur)) { ursa__ounlock(vp, &x->lock); return -EPERM; }
   if (x->count) x->count--;
   else mutex_release(vp, x);
   ursa__ounlock(vp, &x->lock);
@@ -135,8 +147,10 @@ int ursa_mutex_unlock(ursa_mutex_t *m) {
   return 0;
 }
 
+/* For the reports, which read without the lock: the live thread with the owner's handle (NULL
+ * for a free mutex, or one whose owner ended: the handle table is safe to read for any value). */
 struct ursa__thread *ursa__mutex_owner(void *m) {
-  return ((struct ursa__mutex *)m)->owner;
+  return ursa__thread_get(__atomic_load_n(&((struct ursa__mutex *)m)->owner_h, __ATOMIC_RELAXED));
 }
 
 /* ---- condition variables ---------------------------------------------------------------------- */
@@ -175,7 +189,9 @@ static int cond_wait(ursa_cond_t *c, ursa_mutex_t *m, uint64_t deadline) {
   int r;
   URSA_VP_OR_RETURN(vp);
   if (x == NULL || mx == NULL) return -EINVAL;
-  if (__atomic_load_n(&mx->owner, __ATOMIC_RELAXED) != vp->cur) return -EPERM;  /* only we set it to us */
+  /* only we set it to us (and a thread that had our descriptor before us, which ended) */
+  if (__atomic_load_n(&mx->owner, __ATOMIC_RELAXED) != vp->cur ||
+      __atomic_load_n(&mx->owner_h, __ATOMIC_RELAXED) != vp->cur->handle) return -EPERM;
   /* Queue on the condition before the mutex is released, so a signal sent by the next owner
    * finds us: the condition's lock is held across the release (order: cond lock, mutex lock). */
   ursa__olock(vp, &x->lock);

@@ -19,7 +19,8 @@
 struct ursa__rwlock {
   uint32_t             magic;
   uint32_t             readers;             /* read holds, recursive ones included */
-  struct ursa__thread *writer;
+  struct ursa__thread *writer;              /* NULL: no writer                                 */
+  ursa_thread_t        writer_h;            /* its handle: the writer's identity (see writer_is) */
   struct ursa__waitq   rq, wq;              /* waiting readers, waiting writers */
   ursa__spin_t         lock;                /* several VPs: guards all of the above */
 };
@@ -29,6 +30,16 @@ static struct ursa__rwlock *rw_get(ursa_rwlock_t *l) {
   struct ursa__rwlock *x = (struct ursa__rwlock *)l;
   if (x == NULL || ursa__obj_check(&x->magic, URSA__RWLOCK_MAGIC, true) != 0) return NULL;
   return x;
+}
+
+/* The writer is known by descriptor and handle: a thread that ended write-holding x leaves it
+ * held, and a later thread that got its descriptor (the same address) has another handle. */
+static inline bool writer_is(const struct ursa__rwlock *x, const struct ursa__thread *t) {
+  return x->writer == t && x->writer_h == t->handle;
+}
+static inline void writer_set(struct ursa__rwlock *x, struct ursa__thread *t) {
+  x->writer = t;
+  x->writer_h = t ? t->handle : NULL;
 }
 
 /* The caller's read-hold record of x, or NULL.  rdheld is packed: the first NULL lock ends it. */
@@ -61,7 +72,7 @@ static void held_drop(struct ursa__thread *t, struct ursa__rdheld *h) {
 /* Hands a free lock to waiters: all readers if prefer_readers or no writer waits, else one writer. */
 static void admit_readers(const struct ursa__vp *vp, struct ursa__rwlock *x) {
   struct ursa__thread *t;
-  while ((t = ursa__q_take(vp, &x->rq)) != NULL) {
+  while (x->readers < UINT32_MAX && (t = ursa__q_take(vp, &x->rq)) != NULL) {   /* never wraps */
     x->readers++;
     ursa__wake(t, 0);
   }
@@ -75,13 +86,14 @@ static void grant(const struct ursa__vp *vp, struct ursa__rwlock *x, bool prefer
     if (x->readers) return;
   }
   if ((t = ursa__q_take(vp, &x->wq)) != NULL) {   /* (also when every reader had timed out) */
-    x->writer = t;
+    writer_set(x, t);
     ursa__wake(t, 0);
   }
 }
 
+/* For the reports (no lock): the live thread with the writer's handle, NULL when none or ended. */
 struct ursa__thread *ursa__rwlock_writer(void *l) {
-  return ((struct ursa__rwlock *)l)->writer;
+  return ursa__thread_get(__atomic_load_n(&((struct ursa__rwlock *)l)->writer_h, __ATOMIC_RELAXED));
 }
 
 int ursa_rwlock_init(ursa_rwlock_t *l) {
@@ -90,7 +102,7 @@ int ursa_rwlock_init(ursa_rwlock_t *l) {
   if (x == NULL) return -EINVAL;
   x->magic = URSA__RWLOCK_MAGIC;
   x->readers = 0;
-  x->writer = NULL;
+  writer_set(x, NULL);
   x->rq.head = x->rq.tail = x->wq.head = x->wq.tail = NULL;
   x->lock = 0;
   return 0;
@@ -119,7 +131,8 @@ static int rdlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
   if (x == NULL) return -EINVAL;
   cur = vp->cur;
   ursa__olock(vp, &x->lock);
-  if (x->writer == cur) { r = try ? -EBUSY : -EDEADLK; goto out; }
+  if (writer_is(x, cur)) { r = try ? -EBUSY : -EDEADLK; goto out; }
+  if (x->readers == UINT32_MAX) { r = -EAGAIN; goto out; }   /* the total would wrap to 0 */
   if ((h = held(cur, x)) != NULL) {         /* recursive read: never queue behind a writer */
     if (h->count == UINT32_MAX) { r = -EAGAIN; goto out; }
     h->count++;
@@ -153,9 +166,9 @@ static int wrlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
   cur = vp->cur;
   if (held(cur, x)) return try ? -EBUSY : -EDEADLK;
   ursa__olock(vp, &x->lock);
-  if (x->writer == cur) { ursa__ounlock(vp, &x->lock); return try ? -EBUSY : -EDEADLK; }
+  if (writer_is(x, cur)) { ursa__ounlock(vp, &x->lock); return try ? -EBUSY : -EDEADLK; }
   if (x->writer == NULL && x->readers == 0) {
-    x->writer = cur;
+    writer_set(x, cur);
     ursa__ounlock(vp, &x->lock);
     return 0;
   }
@@ -197,8 +210,8 @@ int ursa_rwlock_unlock(ursa_rwlock_t *l) {
   if (x == NULL) return -EINVAL;
   cur = vp->cur;
   ursa__olock(vp, &x->lock);
-  if (x->writer == cur) {
-    x->writer = NULL;
+  if (writer_is(x, cur)) {
+    writer_set(x, NULL);
     grant(vp, x, true);
     ursa__ounlock(vp, &x->lock);
     return 0;
