@@ -11,7 +11,7 @@
  *                      in a VP's timer heap (t->heap_idx != 0).
  *       URSA__ZOMBIE   finished; waits for ursa_join (joinable), or (detached) its handle is
  *                      already stale and its stack waits in vp->zombie for ursa__reap.
- *   - With one VP (vp->smp == 0) every field of the VP and of its threads is touched only by that
+ *   - With one VP (a mode other than URSA__SMPMODE) every field of the VP and of its threads is touched only by that
  *     VP's kernel thread, so none needs an atomic and no lock is taken: the core's fast paths.
  *   - With several VPs, a synchronization object's fields and its wait queue are guarded by the
  *     object's spin lock; a VP's Protect Queue, pool and counters stay owner-only; what crosses

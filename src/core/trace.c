@@ -23,7 +23,7 @@
  *   switch of yield, block, named yield and the SMP paths) hands the whole switch to
  *   ursa__switch_traced when tracing, and ursa__switch_prepare (finish, the SMP idle context)
  *   calls ursa__trace_switch; either way the untraced path keeps nothing live across a call.
- *   Wake-ups: ursa__wake_if (one VP, through ursa__wake_slow), the joiner hand-off of
+ *   Wake-ups: ursa__wake (one VP, through ursa__wake_slow), the joiner hand-off of
  *   ursa__thread_finish, ursa__smp_wake and ursa__smp_timers_fire (several VPs).  Idle: around
  *   clock_nanosleep in next_ready (sched.c, one VP) and the futex wait of idle_sleep (vp.c).
  *   -DURSA_WITH_TRACE=OFF compiles them out.  Preemption (issue #4) will call

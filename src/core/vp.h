@@ -11,6 +11,14 @@
 
 /* ---- the virtual processor -------------------------------------------------------------------- */
 
+/* A VP's mode, the one place that says how its threads' hottest paths run:
+ *   URSA__FAST     one VP, no trace, no cp-ts: no lock, no atomics, no test of either left in the
+ *                  code (the hottest paths are compiled once per mode, see URSA__ALWAYS_INLINE);
+ *   URSA__CHECKED  one VP, traced (URSA_TRACE) or time-sliced (cp-ts): the same, plus the trace's
+ *                  hooks and the preemption points;
+ *   URSA__SMPMODE  several VPs: objects lock, and switches and wake-ups go through src/sched/vp.c. */
+enum { URSA__FAST = 0, URSA__CHECKED = 1, URSA__SMPMODE = 2 };
+
 /* The run queue: a ring of thread pointers owned by its VP (no lock, no atomics), like Lesser
  * Bear's Protect Queue.  Positions are free-running; a READY thread knows its position (rq_pos),
  * so ursa_yield_to can take the target out of the middle by putting the caller in its place,
@@ -29,9 +37,8 @@ struct ursa__runq {
 struct ursa__vp {
   struct ursa__thread *cur;          /* the running thread                                      */
   struct ursa__runq    runq;         /* READY threads, FIFO: the Protect Queue (owner only)     */
-  uint8_t              smp;          /* several VPs: objects lock, switches go through src/sched */
-  uint8_t              slow;         /* smp, or URSA_TRACE on: the hottest paths take their
-                                        checked copies (see URSA__FAST)                         */
+  uint8_t              mode;         /* URSA__FAST, URSA__CHECKED or URSA__SMPMODE (below); set
+                                        by ursa__vp_mode_set only, fixed while the VP runs      */
   int                 *errno_p;      /* &errno of this VP's kernel thread                       */
   struct ursa__thread *zombie;       /* a detached thread that exited; released after the switch */
   struct ursa__thread **timers;      /* 1-based binary min-heap on deadline; [0] unused          */
@@ -144,11 +151,15 @@ static inline struct ursa__thread *ursa__thread_get(ursa_thread_t h) {
   struct ursa__vp *vp = ursa__tls_vp;                            \
   if (ursa_unlikely(vp == NULL)) return -EPERM
 
-/* An object's lock: taken only when the runtime has several VPs (vp->smp, fixed by ursa_init), so
+/* An object's lock: taken only when the runtime has several VPs (URSA__SMPMODE), so
  * with one VP the core's paths stay free of atomics. */
 static inline void ursa__lock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_lock(l); }
 static inline void ursa__unlock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_unlock(l); }
-static inline void ursa__olock(const struct ursa__vp *vp, ursa__spin_t *l) { ursa__lock_if(vp->smp, l); }
-static inline void ursa__ounlock(const struct ursa__vp *vp, ursa__spin_t *l) { ursa__unlock_if(vp->smp, l); }
+static inline void ursa__olock(const struct ursa__vp *vp, ursa__spin_t *l) {
+  ursa__lock_if(vp->mode == URSA__SMPMODE, l);
+}
+static inline void ursa__ounlock(const struct ursa__vp *vp, ursa__spin_t *l) {
+  ursa__unlock_if(vp->mode == URSA__SMPMODE, l);
+}
 
 #endif /* URSA_CORE_VP_H */

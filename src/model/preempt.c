@@ -179,7 +179,7 @@ static void back_off(struct ursa__vp *vp) {
  * counts only (the handler may have interrupted ursa in the middle of changing them). */
 static bool others_waiting(struct ursa__vp *vp) {
   if (__atomic_load_n(&vp->ntimers, __ATOMIC_RELAXED) != 0) return true;
-  return vp->smp ? ursa__smp_has_work(vp) : !ursa__runq_empty(vp);
+  return (vp->mode == URSA__SMPMODE) ? ursa__smp_has_work(vp) : !ursa__runq_empty(vp);
 }
 
 static void on_tick(int sig, siginfo_t *si, void *ucv) {

@@ -136,7 +136,7 @@ static bool claim_idle(struct ursa__pts_exec *E) {
 }
 
 static void kick(struct ursa__pts_exec *E, bool wake) {
-  if (wake) ursa__wake_if(E->smp, E->self_t, 0);
+  if (wake) ursa__wake(E->self_t, 0);
 }
 
 /* Appends t to E's inbox and wakes E if it is idle.  Anyone. */
@@ -156,7 +156,7 @@ static void remote_push(struct ursa__pts_exec *E, struct ursa_pts *t) {
  * running the caller, or NULL. */
 static void make_ready(struct ursa__pts_exec *cur, struct ursa_pts *w, int res) {
   if (w->flags & PTS_F_STACKFUL) {            /* an ursa thread blocked in ursa_pts_*: wake it */
-    ursa__wake_if(ursa__g.nvps > 1, w->arg, res);
+    ursa__wake(w->arg, res);
     return;
   }
   w->result = (int16_t)res;
@@ -352,7 +352,7 @@ static bool idle_wait(struct ursa__pts_exec *E) {
     me->timer_vp = vp;
     __atomic_store_n(&me->claim, 1, __ATOMIC_RELAXED);
   }
-  ursa__block_if(E->smp, vp, URSA__W_PT_IDLE, E, &E->lock, deadline);
+  ursa__block(vp, URSA__W_PT_IDLE, E, &E->lock, deadline);
   ursa__lock_if(E->smp, &E->lock);
   E->idle = 0;
   ursa__unlock_if(E->smp, &E->lock);
@@ -624,8 +624,8 @@ int ursa_pts_join(struct ursa_pts *t) {
   if (current_exec(vp)) return -EPERM;               /* a stackless thread: URSA_PTS_JOIN */
   if (st_get(t) == URSA_PTS_FREE || (E = t->exec) == NULL) return -ESRCH;
   if (joins_thread(vp, vp->cur, t)) return -EDEADLK; /* t waits in URSA_PTS_JOIN_THREAD for us */
-  ursa__lock_if(vp->smp, &E->lock);
-  if ((r = join_check(t)) != 1) { ursa__unlock_if(vp->smp, &E->lock); return r; }
+  ursa__olock(vp, &E->lock);
+  if ((r = join_check(t)) != 1) { ursa__ounlock(vp, &E->lock); return r; }
   memset(&node, 0, sizeof node);
   node.flags = PTS_F_STACKFUL;
   node.arg = vp->cur;
@@ -766,10 +766,10 @@ int ursa_pts_sem_init(struct ursa_pts_sem *s, unsigned value) {
 int ursa_pts_sem_destroy(struct ursa_pts_sem *s) {
   URSA_VP_OR_RETURN(vp);
   PSEM_OR_RETURN(s);
-  ursa__lock_if(vp->smp, &s->lock);
-  if (s->head) { ursa__unlock_if(vp->smp, &s->lock); return -EBUSY; }
+  ursa__olock(vp, &s->lock);
+  if (s->head) { ursa__ounlock(vp, &s->lock); return -EBUSY; }
   s->magic = URSA__MAGIC_DEAD;
-  ursa__unlock_if(vp->smp, &s->lock);
+  ursa__ounlock(vp, &s->lock);
   return 0;
 }
 
@@ -810,10 +810,10 @@ int ursa_pts_sem_wait(struct ursa_pts_sem *s) {
   URSA_VP_OR_RETURN(vp);
   PSEM_OR_RETURN(s);
   if (current_exec(vp)) return -EPERM;               /* a stackless thread: URSA_PTS_SEM_WAIT */
-  ursa__lock_if(vp->smp, &s->lock);
+  ursa__olock(vp, &s->lock);
   if (s->count > 0) {
     s->count--;
-    ursa__unlock_if(vp->smp, &s->lock);
+    ursa__ounlock(vp, &s->lock);
     return 0;
   }
   memset(&node, 0, sizeof node);
@@ -829,9 +829,9 @@ int ursa_pts_sem_trywait(struct ursa_pts_sem *s) {
   int r = -EAGAIN;
   URSA_VP_OR_RETURN(vp);
   PSEM_OR_RETURN(s);
-  ursa__lock_if(vp->smp, &s->lock);
+  ursa__olock(vp, &s->lock);
   if (s->count > 0) { s->count--; r = 0; }
-  ursa__unlock_if(vp->smp, &s->lock);
+  ursa__ounlock(vp, &s->lock);
   return r;
 }
 
@@ -839,17 +839,17 @@ int ursa__pts_sem_post(struct ursa_pts_sem *s) {
   struct ursa_pts *w;
   URSA_VP_OR_RETURN(vp);
   PSEM_OR_RETURN(s);
-  ursa__lock_if(vp->smp, &s->lock);
+  ursa__olock(vp, &s->lock);
   if ((w = s->head) == NULL) {
     int r = 0;
     if (s->count >= URSA_SEM_VALUE_MAX) r = -EOVERFLOW; else s->count++;
-    ursa__unlock_if(vp->smp, &s->lock);
+    ursa__ounlock(vp, &s->lock);
     return r;
   }
   s->head = w->next;                                  /* the unit goes to w */
   if (!(w->flags & PTS_F_STACKFUL)) st_set(w, URSA_PTS_READY);   /* under the lock: the timer
                                                          reads it there (timers_fire) */
-  ursa__unlock_if(vp->smp, &s->lock);
+  ursa__ounlock(vp, &s->lock);
   make_ready(current_exec(vp), w, 0);                 /* w is ours now; a stackful one stays
                                                          blocked, its node valid, until woken */
   return 0;

@@ -126,10 +126,10 @@ int ursa_init(const ursa_config_t *cfg) {
   err = ursa__model_start(vp);                        /* cp-ts: the signal handler */
   if (err == 0 && ursa__g.nvps > 1) err = ursa__smp_init();
   /* VP 0's hottest paths take their checked copies (which also end in preemption points) */
-  vp->slow = vp->smp || URSA__TRACING() || ursa__g.model == URSA_MODEL_CP_TS;
+  ursa__vp_mode_set(vp);
   if (err == 0) err = ursa__model_go(vp);            /* cp-ts: VP 0's timer; handlers act */
   if (err != 0) {
-    if (vp->smp) ursa__smp_fini(NULL);                /* VPs 1..N-1 delete their timers */
+    if (vp->mode == URSA__SMPMODE) ursa__smp_fini(NULL);                /* VPs 1..N-1 delete their timers */
     ursa__model_stop(vp);                             /* then the handler goes */
     ursa__trace_discard();
     ursa__tls_vp = NULL;
@@ -174,7 +174,7 @@ int ursa_fini(void) {
   ursa__dumpsig_stop();                               /* no dump reads what fini frees */
   __atomic_store_n(&ursa__g.preempt_live, 0, __ATOMIC_RELAXED);   /* cp-ts: ticks are ignored */
   ursa__reap(vp);
-  if (vp->smp) ursa__smp_fini(stats_keep);            /* keeps the counters first */
+  if (vp->mode == URSA__SMPMODE) ursa__smp_fini(stats_keep);            /* keeps the counters first */
   ursa__model_stop(vp);
   ursa__trace_fini();                                 /* URSA_TRACE: every VP has stopped */
   ursa__overflow_handler_remove();

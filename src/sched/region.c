@@ -59,7 +59,7 @@ int ursa_region_init(ursa_region_t *rp, int vp) {
   if (self == NULL) return -EPERM;
   if (r == NULL || vp < URSA_VP_ANY || vp >= (int)ursa__g.nvps) return -EINVAL;
   memset(r, 0, sizeof *r);
-  r->vp = vp == URSA_VP_ANY ? (self->smp ? ursa__smp_place(self, URSA_VP_ANY) : self) : vp_at(vp);
+  r->vp = vp == URSA_VP_ANY ? ((self->mode == URSA__SMPMODE) ? ursa__smp_place(self, URSA_VP_ANY) : self) : vp_at(vp);
   r->magic = URSA__REGION_MAGIC;
   ursa__spin_lock(&regions_lock);
   r->next = regions;
@@ -109,7 +109,7 @@ int ursa_region_move(ursa_region_t *rp, int vp) {
   struct ursa__vp *self = ursa__tls_vp, *owner;
   if (self == NULL) return -EPERM;
   if (r == NULL || vp < 0 || vp >= (int)ursa__g.nvps) return -EINVAL;
-  if (!self->smp) return 0;                            /* one VP: nowhere else to go */
+  if (!(self->mode == URSA__SMPMODE)) return 0;                            /* one VP: nowhere else to go */
   owner = ursa__region_vp(r);
   __atomic_store_n(&r->want, ursa__g.vps[vp], __ATOMIC_RELEASE);   /* pairs with apply's acquire */
   if (owner == self && self->cur->region != r) {

@@ -21,7 +21,7 @@
  *   finish on this VP to release (ursa__reap): nothing runs after a jump, so switches stay tail
  *   calls.
  *
- * Several VPs (vp->smp): the paths here hand over to src/sched/ (vp.c describes that protocol):
+ * Several VPs (URSA__SMPMODE): the paths here hand over to src/sched/ (vp.c describes that protocol):
  *   the object's lock is released by ursa__block_slow once the thread is marked BLOCKED, the next
  *   thread is chosen by the policy, and a VP with nothing to run switches to its idle context
  *   instead of sleeping on the blocked thread's stack (another VP may resume that thread).  Timer
@@ -51,6 +51,15 @@
 struct ursa__vp *ursa__vp_current(void) {
   __asm__ volatile("" ::: "memory");          /* not a pure function: never merged across calls */
   return ursa__tls_vp;
+}
+
+/* The one place that sets a VP's mode (core/vp.h): several VPs once its SMP state exists (vp->x),
+ * else checked when traced or time-sliced, else fast.  Called when vp->x is made or freed and by
+ * ursa_init once the model and the trace are known; never while the VP's threads run. */
+void ursa__vp_mode_set(struct ursa__vp *vp) {
+  if (vp->x != NULL) vp->mode = URSA__SMPMODE;
+  else if (URSA__TRACING() || ursa__g.model == URSA_MODEL_CP_TS) vp->mode = URSA__CHECKED;
+  else vp->mode = URSA__FAST;
 }
 
 /* The execution model's hooks (sched.h), filled by src/model/ at ursa_init. */
@@ -128,7 +137,7 @@ int ursa__timers_reserve(struct ursa__vp *vp, uint64_t nthreads) {
 int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
   int err = ursa__timers_reserve(vp, nthreads);
   if (err) return err;
-  if (vp->smp && vp->runq.buf) return 0;       /* SMP: a full ring overflows into a list (vp.c) */
+  if (vp->mode == URSA__SMPMODE && vp->runq.buf) return 0;       /* SMP: a full ring overflows into a list (vp.c) */
   if (nthreads + 2 > (uint64_t)vp->runq.mask + 1 || vp->runq.buf == NULL) {
     struct ursa__runq *q = &vp->runq;
     size_t cap = q->buf ? ((size_t)q->mask + 1) * 2 : 128, i;
@@ -155,7 +164,7 @@ void ursa__wake_slow(struct ursa__thread *t, int res) {
 }
 
 void ursa__timers_fire(struct ursa__vp *vp, uint64_t now) {
-  if (vp->smp) { ursa__smp_timers_fire(vp, now); return; }
+  if (vp->mode == URSA__SMPMODE) { ursa__smp_timers_fire(vp, now); return; }
   while (vp->ntimers && vp->timers[1]->deadline <= now) {
     struct ursa__thread *t = vp->timers[1];
     if (t->waitq) {                                           /* leave the object's queue */
@@ -226,7 +235,7 @@ int ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *loc
       if (lock) ursa__ounlock(vp, lock);
       return -ETIMEDOUT;
     }
-    if (vp->smp) {                   /* armed before a waker can see us: it may cancel it */
+    if (vp->mode == URSA__SMPMODE) {                   /* armed before a waker can see us: it may cancel it */
       cur->claim = 0;
       cur->timer_vp = vp;
       ursa__spin_lock(&vp->tlock);
@@ -238,7 +247,7 @@ int ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *loc
   } else {
     cur->timer_vp = NULL;
   }
-  if (vp->smp) return ursa__smp_block(vp, kind, obj, lock);
+  if (vp->mode == URSA__SMPMODE) return ursa__smp_block(vp, kind, obj, lock);
   ursa__set_state(cur, URSA__BLOCKED);
   __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);
   __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);
@@ -265,7 +274,7 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
     vp = URSA__VP_AFTER_SWITCH();                                  /* destructors may have switched */
   }
   if (cur->region) ursa__region_leave(cur->region);
-  if (vp->smp) ursa__smp_finish(vp, cur, result);             /* never returns */
+  if (vp->mode == URSA__SMPMODE) ursa__smp_finish(vp, cur, result);             /* never returns */
   cur->result = result;
   ursa__set_state(cur, URSA__ZOMBIE);
   vp->nthreads--;
@@ -323,7 +332,7 @@ static URSA_NOINLINE int yield_timers(struct ursa__vp *vp) {
 int ursa_yield(void) {
   URSA_VP_OR_RETURN(vp);
   vp->stats.yields++;
-  if (ursa_unlikely(vp->smp)) return ursa__smp_yield(vp);
+  if (ursa_unlikely(vp->mode == URSA__SMPMODE)) return ursa__smp_yield(vp);
   if (ursa_unlikely(vp->ntimers != 0)) return yield_timers(vp);
   return yield_1(vp);
 }
@@ -331,7 +340,7 @@ int ursa_yield(void) {
 /* A yield the thread did not ask for (src/model/: a time slice or tick count ended): not counted
  * as a yield. */
 int ursa__yield_involuntary(struct ursa__vp *vp) {
-  if (vp->smp) return ursa__smp_yield(vp);
+  if (vp->mode == URSA__SMPMODE) return ursa__smp_yield(vp);
   if (vp->ntimers != 0) ursa__timers_fire(vp, ursa__now());
   return yield_1(vp);
 }
@@ -343,7 +352,7 @@ int ursa_yield_to(ursa_thread_t h) {
   if (ursa_unlikely(t == NULL)) return -ESRCH;
   cur = vp->cur;
   if (t == cur) { vp->stats.yields++; return 0; }
-  if (vp->smp || t->state != URSA__READY || t->vp != vp) return ursa_yield();  /* SMP: see vp.c */
+  if (vp->mode == URSA__SMPMODE || t->state != URSA__READY || t->vp != vp) return ursa_yield();  /* SMP: see vp.c */
   ursa__prefetch_frame(t);
   vp->stats.yields++;
   ursa__set_state(cur, URSA__READY);

@@ -38,16 +38,16 @@ static inline struct ursa__thread *ursa__q_pop(struct ursa__waitq *q) {
  * removes it from q itself and wakes it with -ETIMEDOUT): such a waiter is passed over, so a post,
  * unlock or put goes to a thread that will see it.  Claim protocol: src/sched/vp.c. */
 URSA_HIDDEN bool ursa__claim_for_waker(struct ursa__thread *t);
-static inline struct ursa__thread *ursa__q_take_if(bool smp, struct ursa__waitq *q) {
+static inline struct ursa__thread *ursa__q_take_m(int mode, struct ursa__waitq *q) {
   struct ursa__thread *t;
-  if (ursa_likely(!smp)) return ursa__q_pop(q);      /* one VP: timers fire on this VP, in order */
+  if (ursa_likely(mode != URSA__SMPMODE)) return ursa__q_pop(q);   /* one VP: timers fire here, in order */
   while ((t = ursa__q_pop(q)) != NULL) {
     if (ursa_likely(t->timer_vp == NULL) || ursa__claim_for_waker(t)) return t;
   }
   return NULL;
 }
 static inline struct ursa__thread *ursa__q_take(const struct ursa__vp *vp, struct ursa__waitq *q) {
-  return ursa__q_take_if(vp->smp, q);
+  return ursa__q_take_m(vp->mode, q);
 }
 
 static inline void ursa__q_remove(struct ursa__waitq *q, struct ursa__thread *t) {
@@ -184,16 +184,14 @@ URSA_HIDDEN int  ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa_
 URSA_HIDDEN void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *result) __attribute__((noreturn));
 
 /* Blocks the running thread until ursa__wake; it must already be on the wait queue of obj (or on
- * none).  lock is obj's lock (NULL for none): held by the caller when vp->smp, released here once
+ * none).  lock is obj's lock (NULL for none): held by the caller in SMP mode, released here once
  * the thread is marked BLOCKED.  deadline is CLOCK_MONOTONIC ns, 0 for none.  Returns the wake
  * result: 0, or -ETIMEDOUT when the deadline passed (the thread has then been removed from its
  * wait queue).  The common one-VP case (no deadline, no timers, a thread ready) is inline and ends
  * in the switch's tail call.  Executed only by the running thread of vp. */
-/* The modes of the hottest paths (see URSA__ALWAYS_INLINE): URSA__FAST when the VP is neither
- * SMP nor traced (vp->slow == 0: no test of either is left in the code), URSA__CHECKED for one VP
- * that may be traced, URSA__SMPMODE for several VPs. */
-enum { URSA__FAST = 0, URSA__CHECKED = 1, URSA__SMPMODE = 2 };
-
+/* The hottest paths take their VP's mode (core/vp.h) as a constant, so that each copy has no
+ * test of the others left in it: ursa__block_m, ursa__wake_m, ursa__q_take_m.  The plain names
+ * (ursa__block, ursa__wake, ursa__q_take) read the mode and take the checked or SMP copy. */
 static inline int ursa__block_m(int mode, struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock,
                                 uint64_t deadline) {
   struct ursa__thread *cur = vp->cur, *next;
@@ -217,12 +215,9 @@ static inline int ursa__block_m(int mode, struct ursa__vp *vp, int kind, void *o
   vp->stats.blocks++;
   URSA__SWITCH_RETURN(vp, cur, next);
 }
-static inline int ursa__block_if(bool smp, struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock,
-                                 uint64_t deadline) {
-  return ursa__block_m(smp ? URSA__SMPMODE : URSA__CHECKED, vp, kind, obj, lock, deadline);
-}
 static inline int ursa__block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline) {
-  return ursa__block_if(vp->smp, vp, kind, obj, lock, deadline);
+  if (ursa_unlikely(vp->mode == URSA__SMPMODE)) return ursa__block_m(URSA__SMPMODE, vp, kind, obj, lock, deadline);
+  return ursa__block_m(URSA__CHECKED, vp, kind, obj, lock, deadline);
 }
 
 /* Starts loading the frame a switch to t will restore (its saved registers and the frame they
@@ -286,11 +281,10 @@ static inline void ursa__wake_m(int mode, struct ursa__thread *t, int res) {
   }
   ursa__wake_ready(t, res);
 }
-static inline void ursa__wake_if(bool smp, struct ursa__thread *t, int res) {
-  if (ursa_unlikely(smp)) ursa__wake_m(URSA__SMPMODE, t, res);
+static inline void ursa__wake(struct ursa__thread *t, int res) {
+  if (ursa_unlikely(t->vp->mode == URSA__SMPMODE)) ursa__wake_m(URSA__SMPMODE, t, res);
   else ursa__wake_m(URSA__CHECKED, t, res);
 }
-static inline void ursa__wake(struct ursa__thread *t, int res) { ursa__wake_if(t->vp->smp, t, res); }
 
 /* Waits until t's on-CPU byte is 0 (its last switch saved it): spins, yielding to the kernel
  * after a while.  Then t's stack and descriptor are free for the caller.  Several VPs only. */
@@ -372,6 +366,9 @@ URSA_HIDDEN void *ursa__ivar_value(void *ivar);
 URSA_HIDDEN int   ursa__mvar_put_async(ursa_mvar_t *v, struct ursa__thread *shell, void *value);
 URSA_HIDDEN int   ursa__mvar_take_async(ursa_mvar_t *v, struct ursa__thread *shell, void **value);
 
+
+/* Sets vp->mode from what is known of the VP (core/vp.h says what each mode means). */
+URSA_HIDDEN void ursa__vp_mode_set(struct ursa__vp *vp);
 
 /* ---- the execution model's hooks ---------------------------------------------------------------- */
 /* What the execution model (src/model/, a layer above) does at the scheduler's points.  Filled by

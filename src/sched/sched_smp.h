@@ -1,6 +1,6 @@
 /*
  * sched_smp.h - the per-VP state of the SMP scheduler (several virtual processors), shared by
- * src/core (which calls in only when vp->smp is set) and the files of src/sched.  See vp.c for the protocol.
+ * src/core (which calls in only when (vp->mode == URSA__SMPMODE) is set) and the files of src/sched.  See vp.c for the protocol.
  */
 #ifndef URSA_SCHED_SMP_H
 #define URSA_SCHED_SMP_H

@@ -387,9 +387,13 @@ static URSA__ALWAYS_INLINE int create_(struct ursa__vp *vp, ursa_thread_t *out, 
   return create_smp(vp, t, a);
 }
 
-static URSA_NOINLINE int create_smp_(struct ursa__vp *vp, ursa_thread_t *out, const struct ursa__attr *a,
+/* The checked and SMP copies, out of line: the fast path tests the mode once, in memory (with the
+ * test of both here, GCC kept the mode in a register: one instruction more per create). */
+static URSA_NOINLINE int create_slow(struct ursa__vp *vp, ursa_thread_t *out, const struct ursa__attr *a,
                                      void *(*fn)(void *), void *arg) {
-  return create_(vp, out, a, fn, arg, true);
+  int r = vp->mode == URSA__SMPMODE ? create_(vp, out, a, fn, arg, true) : create_(vp, out, a, fn, arg, false);
+  ursa__preempt_point(vp);                          /* cp-ts: a deferred preemption */
+  return r;
 }
 
 int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *), void *arg) {
@@ -398,11 +402,7 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   if (ursa_unlikely(fn == NULL)) return -EINVAL;
   if (attr != NULL && ((a = attr_get(attr)) == NULL || a->vp >= (int)ursa__g.nvps)) return -EINVAL;
   if (ursa_unlikely(out == NULL && !(a && a->detached))) return -EINVAL;
-  if (ursa_unlikely(vp->slow)) {                      /* several VPs, tracing or cp-ts */
-    int r = vp->smp ? create_smp_(vp, out, a, fn, arg) : create_(vp, out, a, fn, arg, false);
-    ursa__preempt_point(vp);                          /* cp-ts: a deferred preemption */
-    return r;
-  }
+  if (ursa_unlikely(vp->mode != URSA__FAST)) return create_slow(vp, out, a, fn, arg);   /* SMP, trace, cp-ts */
   return create_(vp, out, a, fn, arg, false);
 }
 
@@ -432,7 +432,7 @@ static URSA__ALWAYS_INLINE int join_(struct ursa__vp *vp, struct ursa__thread *t
 }
 
 static URSA_NOINLINE int join_slow(struct ursa__vp *vp, struct ursa__thread *t, void **result) {
-  if (vp->smp) return join_(vp, t, result, URSA__SMPMODE);
+  if (vp->mode == URSA__SMPMODE) return join_(vp, t, result, URSA__SMPMODE);
   return join_(vp, t, result, URSA__CHECKED);
 }
 
@@ -441,14 +441,14 @@ int ursa_join(ursa_thread_t h, void **result) {
   URSA_VP_OR_RETURN(vp);
   t = ursa__thread_get(h);
   if (ursa_unlikely(t == NULL)) return -ESRCH;
-  if (ursa_unlikely(vp->slow)) return join_slow(vp, t, result);
+  if (ursa_unlikely(vp->mode != URSA__FAST)) return join_slow(vp, t, result);
   return join_(vp, t, result, URSA__FAST);
 }
 
 /* join_ for a wait shell (src/sched/sched.h): the same checks and hand-over, but nothing blocks; the
  * executor of the shell's stackless thread releases t once the shell is woken. */
 int ursa__join_async(struct ursa__vp *vp, struct ursa__thread *t, struct ursa__thread *shell) {
-  const bool smp = vp->smp;
+  const bool smp = (vp->mode == URSA__SMPMODE);
   ursa__lock_if(smp, &t->lock);
   if (t->detached || t->joiner) { ursa__unlock_if(smp, &t->lock); return -EINVAL; }
   if (ursa__get_state(t) != URSA__ZOMBIE) {
@@ -465,7 +465,7 @@ int ursa__join_async(struct ursa__vp *vp, struct ursa__thread *t, struct ursa__t
 }
 
 void ursa__join_async_done(struct ursa__vp *vp, struct ursa__thread *t) {
-  if (vp->smp) ursa__oncpu_wait(t);                  /* its VP may still be switching away */
+  if (vp->mode == URSA__SMPMODE) ursa__oncpu_wait(t);                  /* its VP may still be switching away */
   ursa__thread_release(vp, t);
 }
 
@@ -478,7 +478,7 @@ int ursa_detach(ursa_thread_t h) {
   if (t->detached || t->joiner) { ursa__ounlock(vp, &t->lock); return -EINVAL; }
   if (ursa__get_state(t) == URSA__ZOMBIE) {
     ursa__ounlock(vp, &t->lock);
-    if (vp->smp) ursa__oncpu_wait(t);
+    if (vp->mode == URSA__SMPMODE) ursa__oncpu_wait(t);
     ursa__thread_release(vp, t);
   } else {
     t->detached = 1;

@@ -1,6 +1,6 @@
 /*
  * vp.c - several virtual processors (VPs): their kernel threads, idle contexts, sleep and wake,
- * where a ready thread goes, and the switch paths of the core when vp->smp is set.
+ * where a ready thread goes, and the switch paths of the core when (vp->mode == URSA__SMPMODE) is set.
  *
  * Who runs where
  *   VP 0 is the kernel thread that called ursa_init; VPs 1..N-1 are kernel threads started by
@@ -746,8 +746,7 @@ static int smp_state_init(struct ursa__vp *vp) {
   int err;
   if (URSA__FAIL() || (x = calloc(1, sizeof *x)) == NULL) return -ENOMEM;
   vp->x = x;
-  vp->smp = 1;
-  vp->slow = 1;
+  ursa__vp_mode_set(vp);
   x->rng = 0x9e3779b97f4a7c15ull * (vp->index + 1);
   if ((err = ursa__pol_vp_init(vp)) != 0) return err;
   if (URSA__FAIL() || (x->idle = calloc(1, sizeof *x->idle)) == NULL) return -ENOMEM;
@@ -765,8 +764,7 @@ static void smp_state_free(struct ursa__vp *vp) {
   free(x->idle);
   free(x);
   vp->x = NULL;
-  vp->smp = 0;
-  vp->slow = 0;
+  ursa__vp_mode_set(vp);
 }
 
 static void smp_teardown(unsigned started, void (*stopped)(void));

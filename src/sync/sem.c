@@ -61,14 +61,14 @@ static URSA__ALWAYS_INLINE int sem_wait_(struct ursa__vp *vp, struct ursa__sem *
 
 /* The checked copies are separate functions, so the fast path needs no stack frame. */
 static URSA_NOINLINE int sem_wait_slow(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline) {
-  if (vp->smp) return sem_wait_(vp, x, deadline, URSA__SMPMODE);
+  if (vp->mode == URSA__SMPMODE) return sem_wait_(vp, x, deadline, URSA__SMPMODE);
   return sem_wait_(vp, x, deadline, URSA__CHECKED);
 }
 
 static int sem_wait(ursa_sem_t *s, uint64_t deadline) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
-  if (ursa_unlikely(vp->slow)) return sem_wait_slow(vp, x, deadline);
+  if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_wait_slow(vp, x, deadline);
   return sem_wait_(vp, x, deadline, URSA__FAST);
 }
 
@@ -116,7 +116,7 @@ static URSA__ALWAYS_INLINE int sem_post_(struct ursa__sem *x, const int mode) {
   const bool smp = mode == URSA__SMPMODE;
   struct ursa__thread *t;
   ursa__lock_if(smp, &x->lock);
-  if ((t = ursa__q_take_if(smp, &x->q)) != NULL) {
+  if ((t = ursa__q_take_m(mode, &x->q)) != NULL) {
     ursa__wake_m(mode, t, 0);
     ursa__unlock_if(smp, &x->lock);
     return 0;
@@ -129,7 +129,7 @@ static URSA__ALWAYS_INLINE int sem_post_(struct ursa__sem *x, const int mode) {
 
 /* The checked copies (several VPs, tracing, cp-ts) end in the preemption point (src/model/). */
 static URSA_NOINLINE int sem_post_slow(struct ursa__vp *vp, struct ursa__sem *x) {
-  int r = vp->smp ? sem_post_(x, URSA__SMPMODE) : sem_post_(x, URSA__CHECKED);
+  int r = (vp->mode == URSA__SMPMODE) ? sem_post_(x, URSA__SMPMODE) : sem_post_(x, URSA__CHECKED);
   ursa__preempt_point(vp);
   return r;
 }
@@ -137,7 +137,7 @@ static URSA_NOINLINE int sem_post_slow(struct ursa__vp *vp, struct ursa__sem *x)
 int ursa_sem_post(ursa_sem_t *s) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
-  if (ursa_unlikely(vp->slow)) return sem_post_slow(vp, x);
+  if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_post_slow(vp, x);
   return sem_post_(x, URSA__FAST);
 }
 
