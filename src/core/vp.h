@@ -56,16 +56,13 @@ struct ursa__vp {
   /* preemption (src/model/preempt.c): written by this VP's kernel thread only, by its code or by
    * its timer signal's handler (relaxed atomics or exchanges where both write) */
   uint8_t              pre_pending;  /* a preemption was deferred: take it at the next safe point */
-  uint8_t              pre_timer_on; /* the VP's cp-ts timer exists                              */
-  uint8_t              pre_armed;    /* ... and is armed (disarmed while the VP sleeps)          */
+  uint8_t              timers_on;    /* bit k: the VP's signal timer of kind k exists (preempt.c) */
   int32_t              ic_left;      /* cp-ic: ursa_tick calls left before the next switch       */
   uint64_t             pre_sw;       /* stats.switches at the last timer tick                    */
   uint64_t             pending_sw;   /* stats.switches when the pending preemption was deferred  */
-  void                *pre_timer;    /* timer_t of the cp-ts timer                               */
-  /* the rotator's interval timer (URSA_ROTATE_US, src/model/preempt.c): this VP's kernel thread */
-  uint8_t              rot_timer_on; /* it exists                                                */
-  uint8_t              rot_armed;    /* ... and is armed (disarmed while the VP sleeps)          */
-  void                *rot_timer;    /* timer_t                                                  */
+  /* the per-VP signal timers (src/model/preempt.c): [0] cp-ts's tick, [1] the rotator's interval
+   * timer (URSA_ROTATE_US); this VP's kernel thread only */
+  struct { void *id; uint8_t armed; } sigtimer[2];   /* timer_t; armed (off while the VP sleeps) */
 };
 
 /* The VP of the calling kernel thread, NULL outside ursa.  Initial-exec TLS: one %fs load. */

@@ -81,19 +81,18 @@ int ursa__model_config(ursa_config_t *c, const ursa_config_t *given) {
  * waits in the kernel. */
 static void vp_start(struct ursa__vp *vp) {
   vp->ic_left = ursa__ic_start();                      /* ursa__tick's countdown */
-  if (ursa__g.model == URSA_MODEL_CP_TS && ursa__ts_vp_start(vp) != 0)
+  if (ursa__g.model == URSA_MODEL_CP_TS && ursa__sigtimer_start(vp, URSA__SIGTIMER_TS) != 0)
     fprintf(stderr, "ursa: cp-ts: VP %u has no timer (timer_create failed): its threads are not "
                     "time-sliced\n", vp->index);
-  if (ursa__rot_vp_start(vp) != 0)                    /* URSA_ROTATE_US: no-op when off */
+  if (ursa__g.rotate_ns && ursa__sigtimer_start(vp, URSA__SIGTIMER_ROT) != 0)   /* URSA_ROTATE_US */
     fprintf(stderr, "ursa: URSA_ROTATE_US: VP %u has no interval timer (timer_create failed)\n", vp->index);
 }
 static void vp_stop(struct ursa__vp *vp) {
-  ursa__rot_vp_stop(vp);
-  ursa__ts_vp_stop(vp);
+  ursa__sigtimer_stop(vp, URSA__SIGTIMER_ROT);
+  ursa__sigtimer_stop(vp, URSA__SIGTIMER_TS);
 }
 static void vp_idle(struct ursa__vp *vp, int sleep) {
-  if (vp->pre_timer_on) ursa__ts_idle(vp, sleep);
-  if (vp->rot_timer_on) ursa__rot_idle(vp, sleep);
+  ursa__sigtimer_idle(vp, sleep);
 }
 
 int ursa__model_start(struct ursa__vp *vp0) {
@@ -105,16 +104,16 @@ int ursa__model_start(struct ursa__vp *vp0) {
   __atomic_store_n(&ursa__tick_flag, ursa__g.model == URSA_MODEL_CP_IC ? URSA__TICK_IC : 0, __ATOMIC_RELAXED);
   vp0->ic_left = ursa__ic_start();
   if (ursa__g.model == URSA_MODEL_CP_TS) {
-    int err = ursa__ts_install();
+    int err = ursa__sigtimer_install(URSA__SIGTIMER_TS);
     if (err != 0) return err;
   }
-  return ursa__rot_install();                         /* URSA_ROTATE_US: no-op when off */
+  return ursa__g.rotate_ns ? ursa__sigtimer_install(URSA__SIGTIMER_ROT) : 0;   /* URSA_ROTATE_US */
 }
 
 int ursa__model_go(struct ursa__vp *vp0) {
   int err;
-  if (ursa__g.model == URSA_MODEL_CP_TS && (err = ursa__ts_vp_start(vp0)) != 0) return err;
-  if ((err = ursa__rot_vp_start(vp0)) != 0) return err;
+  if (ursa__g.model == URSA_MODEL_CP_TS && (err = ursa__sigtimer_start(vp0, URSA__SIGTIMER_TS)) != 0) return err;
+  if (ursa__g.rotate_ns && (err = ursa__sigtimer_start(vp0, URSA__SIGTIMER_ROT)) != 0) return err;
   if (ursa__g.model == URSA_MODEL_CP_TS || ursa__g.rotate_ns)
     __atomic_store_n(&ursa__g.preempt_live, 1, __ATOMIC_RELAXED);   /* the handlers act */
   return 0;
@@ -122,12 +121,10 @@ int ursa__model_go(struct ursa__vp *vp0) {
 
 void ursa__model_stop(struct ursa__vp *vp0) {
   __atomic_store_n(&ursa__g.preempt_live, 0, __ATOMIC_RELAXED);
-  ursa__rot_vp_stop(vp0);
-  ursa__rot_uninstall();
-  if (ursa__g.model == URSA_MODEL_CP_TS) {
-    ursa__ts_vp_stop(vp0);
-    ursa__ts_uninstall();
-  }
+  ursa__sigtimer_stop(vp0, URSA__SIGTIMER_ROT);
+  ursa__sigtimer_uninstall(URSA__SIGTIMER_ROT);
+  ursa__sigtimer_stop(vp0, URSA__SIGTIMER_TS);
+  ursa__sigtimer_uninstall(URSA__SIGTIMER_TS);
   __atomic_store_n(&ursa__tick_flag, 0, __ATOMIC_RELAXED);
 }
 

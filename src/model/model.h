@@ -37,19 +37,15 @@ URSA_HIDDEN void ursa__pending_set(struct ursa__vp *vp, int on);
 
 /* ---- preempt.c (cp-ts) ---- */
 URSA_HIDDEN int  ursa__ts_check(void);                     /* -ENOTSUP with a message if unsafe  */
-URSA_HIDDEN int  ursa__ts_install(void);                   /* the handler, once per ursa_init    */
-URSA_HIDDEN void ursa__ts_uninstall(void);
-URSA_HIDDEN int  ursa__ts_vp_start(struct ursa__vp *vp);   /* on the VP's own kernel thread      */
-URSA_HIDDEN void ursa__ts_vp_stop(struct ursa__vp *vp);    /* on the VP's own kernel thread      */
-/* Disarms (sleep = 1) or rearms (0) the VP's timer around a wait in the kernel: an idle VP takes
- * no timer signals. */
-URSA_HIDDEN void ursa__ts_idle(struct ursa__vp *vp, int sleep);
-/* The rotator's interval timer (URSA_ROTATE_US): the same shape, on its own signal. */
-URSA_HIDDEN int  ursa__rot_config(unsigned rotate_us, int given);   /* sets ursa__g.rotate_ns     */
-URSA_HIDDEN int  ursa__rot_install(void);
-URSA_HIDDEN void ursa__rot_uninstall(void);
-URSA_HIDDEN int  ursa__rot_vp_start(struct ursa__vp *vp);
-URSA_HIDDEN void ursa__rot_vp_stop(struct ursa__vp *vp);
-URSA_HIDDEN void ursa__rot_idle(struct ursa__vp *vp, int sleep);
+/* Sets ursa__g.rotate_ns from URSA_ROTATE_US or the config (0: off); -EINVAL / -ENOTSUP when the
+ * config asked for what cannot be had. */
+URSA_HIDDEN int  ursa__rot_config(unsigned rotate_us, int given);
+/* The per-VP signal timers, one facility for both kinds (preempt.c says who calls what). */
+enum { URSA__SIGTIMER_TS = 0, URSA__SIGTIMER_ROT = 1 };   /* index of vp->sigtimer, bit of timers_on */
+URSA_HIDDEN int  ursa__sigtimer_install(int kind);        /* the handler, once per ursa_init    */
+URSA_HIDDEN void ursa__sigtimer_uninstall(int kind);
+URSA_HIDDEN int  ursa__sigtimer_start(struct ursa__vp *vp, int kind);   /* on vp's own kernel thread */
+URSA_HIDDEN void ursa__sigtimer_stop(struct ursa__vp *vp, int kind);
+URSA_HIDDEN void ursa__sigtimer_idle(struct ursa__vp *vp, int sleep);  /* every kind of vp       */
 
 #endif

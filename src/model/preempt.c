@@ -32,7 +32,7 @@
  *   unblocks it just before it switches the thread out, so the next thread runs with ticks on;
  *   a tick taken then finds the PC inside ursa and only defers (one level at most).  When the
  *   preempted thread resumes, sigreturn restores its own mask.
- *   A VP that waits in the kernel disarms its timer (ursa__ts_idle) and rearms it when it wakes.
+ *   A VP that waits in the kernel disarms its timer (ursa__sigtimer_idle) and rearms it when it wakes.
  *
  * Where it cannot be safe, ursa_init refuses cp-ts (-ENOTSUP, with the reason on stderr): in a
  * ThreadSanitizer build (TSan runs handlers later, from inside its own interceptors), and when
@@ -67,8 +67,6 @@ extern const char ursa__text_hi[] __attribute__((weak, visibility("hidden")));
 static struct { uintptr_t lo, hi; } exe[MAX_RANGES];   /* the executable's code, set by check */
 static unsigned nexe;
 static uintptr_t ursa_lo, ursa_hi;
-static struct sigaction old_action;
-static int installed;
 
 static inline bool in_exe(uintptr_t pc) {
   for (unsigned i = 0; i < nexe; i++)
@@ -113,12 +111,6 @@ static const char *unsafe_here(void) {
   return NULL;
 }
 
-int ursa__ts_check(void) {
-  const char *why = unsafe_here();
-  if (why == NULL) return 0;
-  fprintf(stderr, "ursa: URSA_MODEL=cp-ts is not available here: %s (cp-ic, pcm and cm are)\n", why);
-  return -ENOTSUP;
-}
 
 /* ---- the handler ------------------------------------------------------------------------------ */
 
@@ -149,22 +141,14 @@ static int safe_point(const struct ursa__thread *t, const ucontext_t *uc) {
   return memcmp(&uc->uc_sigmask, &base_mask, sizeof(unsigned long)) == 0 ? SAFE : UNSAFE;
 }
 
-/* The next tick after `first` ns, then every quantum again. */
-static void next_tick_in(struct ursa__vp *vp, uint64_t first) {
-  struct itimerspec its;
-  its.it_value.tv_sec = (time_t)(first / 1000000000u);
-  its.it_value.tv_nsec = (long)(first % 1000000000u);
-  its.it_interval.tv_sec = (time_t)(ursa__g.quantum_ns / 1000000000u);
-  its.it_interval.tv_nsec = (long)(ursa__g.quantum_ns % 1000000000u);
-  timer_settime((timer_t)vp->pre_timer, 0, &its, NULL);
-}
+static void sigtimer_set(struct ursa__vp *vp, int kind, uint64_t first);
 
 /* A deferred preemption: the next tick comes after a quarter of the quantum (at least 25 us)
  * instead of a whole one, so a thread that spends most of its time in libc is still caught in
  * its own code soon. */
 static void retry_soon(struct ursa__vp *vp) {
   uint64_t q4 = ursa__g.quantum_ns / 4;
-  next_tick_in(vp, q4 < 25000 ? 25000 : q4);
+  sigtimer_set(vp, URSA__SIGTIMER_TS, q4 < 25000 ? 25000 : q4);
 }
 
 /* The thread runs on another stack (a handler on a sigaltstack): every tick would push a signal
@@ -172,7 +156,7 @@ static void retry_soon(struct ursa__vp *vp) {
  * quanta, and at least 100 ms. */
 static void back_off(struct ursa__vp *vp) {
   uint64_t q = ursa__g.quantum_ns * 100;
-  next_tick_in(vp, q < 100000000u ? 100000000u : q);
+  sigtimer_set(vp, URSA__SIGTIMER_TS, q < 100000000u ? 100000000u : q);
 }
 
 /* Whether another thread might run on vp: its queues, or a timer that may have expired.  Reads
@@ -189,7 +173,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv) {
   uint64_t sw;
   int saved;
   URSA_UNUSED(sig);
-  if (vp == NULL || !vp->pre_timer_on || si->si_code != SI_TIMER ||
+  if (vp == NULL || !(vp->timers_on & (1u << URSA__SIGTIMER_TS)) || si->si_code != SI_TIMER ||
       !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
     return;
   saved = *vp->errno_p;
@@ -217,90 +201,123 @@ static void on_tick(int sig, siginfo_t *si, void *ucv) {
   *now->errno_p = saved;
 }
 
-/* ---- setup ------------------------------------------------------------------------------------ */
+/* ---- the per-VP signal timers ------------------------------------------------------------------
+ * cp-ts's tick and the rotator's interval timer are one facility with two kinds: each kind has a
+ * signal, a handler that runs only at safe points (safe_point above), a period, and on each VP a
+ * CLOCK_MONOTONIC timer aimed at that VP's kernel thread, disarmed while the VP waits in the
+ * kernel.  Who calls what: install/uninstall on VP 0's kernel thread (ursa_init, ursa_fini);
+ * start/stop/idle/set on the VP's own kernel thread (model.c's hooks, the handlers). */
+static void on_tick(int sig, siginfo_t *si, void *ucv);
+static void on_rotate(int sig, siginfo_t *si, void *ucv);
 
-/* Puts fn on signo (SA_RESTART; signo is blocked while fn runs, so ticks never nest), keeping
- * the program's action in *old.  -EBUSY with a message when the program handles signo itself. */
-static int handler_set(int signo, const char *who, void (*fn)(int, siginfo_t *, void *), struct sigaction *old) {
+static struct sigkind {
+  int              signo;
+  const char      *who;                      /* for messages */
+  void           (*handler)(int, siginfo_t *, void *);
+  const uint64_t  *period;                   /* ns */
+  struct sigaction old;                      /* the program's action, given back at uninstall */
+  int              installed;
+} kinds[2] = {
+  [URSA__SIGTIMER_TS]  = { .who = "cp-ts", .handler = on_tick, .period = &ursa__g.quantum_ns },
+  [URSA__SIGTIMER_ROT] = { .who = "URSA_ROTATE_US", .handler = on_rotate, .period = &ursa__g.rotate_ns },
+};
+
+/* Puts k's handler on its signal (SA_RESTART; the signal is blocked while the handler runs, so
+ * ticks never nest), keeping the program's action.  -EBUSY with a message when the program
+ * handles that signal itself.  The first kind installed records the VPs' usual mask (safe_point). */
+int ursa__sigtimer_install(int kind) {
+  struct sigkind *k = &kinds[kind];
   struct sigaction sa;
-  if (sigaction(signo, NULL, old) != 0) return -errno;
-  if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
-    fprintf(stderr, "ursa: %s needs signal SIGRTMIN+%d (%d), but the program handles it\n", who,
-            signo - SIGRTMIN, signo);
+  k->signo = kind == URSA__SIGTIMER_TS ? URSA__PREEMPT_SIGNAL : URSA__ROTATE_SIGNAL;
+  if (!kinds[URSA__SIGTIMER_TS].installed && !kinds[URSA__SIGTIMER_ROT].installed) {
+    pthread_sigmask(SIG_BLOCK, NULL, &base_mask);
+    sigdelset(&base_mask, URSA__PREEMPT_SIGNAL);
+    sigdelset(&base_mask, URSA__ROTATE_SIGNAL);
+    sigemptyset(&tick_set);
+    sigaddset(&tick_set, URSA__PREEMPT_SIGNAL);
+  }
+  if (sigaction(k->signo, NULL, &k->old) != 0) return -errno;
+  if (k->old.sa_handler != SIG_DFL && k->old.sa_handler != SIG_IGN) {
+    fprintf(stderr, "ursa: %s needs signal SIGRTMIN+%d (%d), but the program handles it\n", k->who,
+            k->signo - SIGRTMIN, k->signo);
     return -EBUSY;
   }
   memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = fn;
+  sa.sa_sigaction = k->handler;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  return sigaction(signo, &sa, NULL) != 0 ? -errno : 0;
+  if (sigaction(k->signo, &sa, NULL) != 0) return -errno;
+  k->installed = 1;
+  return 0;
 }
 
-/* Gives signo back to the program's action, discarding a tick still pending. */
-static void handler_restore(int signo, const struct sigaction *old) {
+/* Gives the signal back to the program's action, discarding a tick still pending. */
+void ursa__sigtimer_uninstall(int kind) {
+  struct sigkind *k = &kinds[kind];
   struct sigaction ign;
+  if (!k->installed) return;
   memset(&ign, 0, sizeof ign);
   ign.sa_handler = SIG_IGN;
-  sigaction(signo, &ign, NULL);
-  sigaction(signo, old, NULL);
+  sigaction(k->signo, &ign, NULL);
+  sigaction(k->signo, &k->old, NULL);
+  k->installed = 0;
 }
 
-/* A CLOCK_MONOTONIC timer that sends signo to the calling kernel thread alone. */
-static int thread_timer(int signo, void **out) {
+/* The next signal of vp's timer of this kind after `first` ns, then one every period; 0: off. */
+static void sigtimer_set(struct ursa__vp *vp, int kind, uint64_t first) {
+  struct itimerspec its;
+  uint64_t period = first ? *kinds[kind].period : 0;
+  its.it_value.tv_sec = (time_t)(first / 1000000000u);
+  its.it_value.tv_nsec = (long)(first % 1000000000u);
+  its.it_interval.tv_sec = (time_t)(period / 1000000000u);
+  its.it_interval.tv_nsec = (long)(period % 1000000000u);
+  timer_settime((timer_t)vp->sigtimer[kind].id, 0, &its, NULL);
+}
+
+static void sigtimer_arm(struct ursa__vp *vp, int kind, bool on) {
+  sigtimer_set(vp, kind, on ? *kinds[kind].period : 0);
+  vp->sigtimer[kind].armed = on;
+}
+
+/* Makes vp's timer of this kind (a CLOCK_MONOTONIC timer that signals the calling kernel thread
+ * alone) and arms it.  -EAGAIN when the system has no timer for it. */
+int ursa__sigtimer_start(struct ursa__vp *vp, int kind) {
   struct sigevent sev;
   timer_t tm;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
-  sev.sigev_signo = signo;
+  sev.sigev_signo = kind == URSA__SIGTIMER_TS ? URSA__PREEMPT_SIGNAL : URSA__ROTATE_SIGNAL;
   sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
   if (URSA__FAIL() || timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0) return -EAGAIN;
-  *out = (void *)tm;
+  vp->sigtimer[kind].id = (void *)tm;
+  if (kind == URSA__SIGTIMER_TS) vp->pre_sw = vp->stats.switches;
+  __atomic_store_n(&vp->timers_on, (uint8_t)(vp->timers_on | (1u << kind)), __ATOMIC_RELAXED);  /* the
+                                                       handlers, on this thread, read it */
+  sigtimer_arm(vp, kind, true);
   return 0;
 }
 
-int ursa__ts_install(void) {
-  int err;
-  pthread_sigmask(SIG_BLOCK, NULL, &base_mask);
-  sigdelset(&base_mask, URSA__PREEMPT_SIGNAL);
-  sigdelset(&base_mask, URSA__ROTATE_SIGNAL);
-  sigemptyset(&tick_set);
-  sigaddset(&tick_set, URSA__PREEMPT_SIGNAL);
-  if ((err = handler_set(URSA__PREEMPT_SIGNAL, "cp-ts", on_tick, &old_action)) != 0) return err;
-  installed = 1;
-  return 0;
+void ursa__sigtimer_stop(struct ursa__vp *vp, int kind) {
+  if (!(vp->timers_on & (1u << kind))) return;
+  __atomic_store_n(&vp->timers_on, (uint8_t)(vp->timers_on & ~(1u << kind)), __ATOMIC_RELAXED);
+  timer_delete((timer_t)vp->sigtimer[kind].id);
+  if (kind == URSA__SIGTIMER_TS) ursa__pending_set(vp, 0);
 }
 
-void ursa__ts_uninstall(void) {
-  if (!installed) return;
-  handler_restore(URSA__PREEMPT_SIGNAL, &old_action);
-  installed = 0;
+/* Disarms (sleep = 1) or rearms (0) every timer of vp around a wait in the kernel: an idle VP
+ * takes no timer signals. */
+void ursa__sigtimer_idle(struct ursa__vp *vp, int sleep) {
+  int kind;
+  for (kind = 0; kind < 2; kind++)
+    if ((vp->timers_on & (1u << kind)) && vp->sigtimer[kind].armed == (uint8_t)sleep)
+      sigtimer_arm(vp, kind, !sleep);
 }
 
-static void arm(struct ursa__vp *vp, bool on) {
-  static const struct itimerspec off;
-  if (on) next_tick_in(vp, ursa__g.quantum_ns);
-  else timer_settime((timer_t)vp->pre_timer, 0, &off, NULL);
-  vp->pre_armed = on;
-}
-
-int ursa__ts_vp_start(struct ursa__vp *vp) {
-  int err = thread_timer(URSA__PREEMPT_SIGNAL, &vp->pre_timer);
-  if (err != 0) return err;
-  vp->pre_sw = vp->stats.switches;
-  vp->pre_timer_on = 1;
-  arm(vp, true);
-  return 0;
-}
-
-void ursa__ts_vp_stop(struct ursa__vp *vp) {
-  if (!vp->pre_timer_on) return;
-  vp->pre_timer_on = 0;
-  timer_delete((timer_t)vp->pre_timer);
-  ursa__pending_set(vp, 0);
-}
-
-void ursa__ts_idle(struct ursa__vp *vp, int sleep) {
-  if (sleep ? vp->pre_armed : !vp->pre_armed) arm(vp, !sleep);
+int ursa__ts_check(void) {
+  const char *why = unsafe_here();
+  if (why == NULL) return 0;
+  fprintf(stderr, "ursa: URSA_MODEL=cp-ts is not available here: %s (cp-ic, pcm and cm are)\n", why);
+  return -ENOTSUP;
 }
 
 /* ---- the rotator's interval timer (URSA_ROTATE_US) ----------------------------------------------
@@ -317,9 +334,6 @@ void ursa__ts_idle(struct ursa__vp *vp, int sleep) {
  * again.  It never switches the running thread.  An idle VP disarms it (it runs the step itself).
  * Off by default: like any timer signal it ends some system calls early with EINTR (SA_RESTART
  * restarts the others).  Refused, with a warning, where cp-ts is. */
-static struct sigaction rot_old;
-static int rot_installed;
-
 int ursa__rot_config(unsigned rotate_us, int given) {
   const char *why;
   ursa__g.rotate_ns = 0;
@@ -342,7 +356,7 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   struct ursa__vp *vp = ursa__tls_vp;
   int saved;
   URSA_UNUSED(sig);
-  if (vp == NULL || !vp->rot_timer_on || si->si_code != SI_TIMER || vp->x == NULL ||
+  if (vp == NULL || !(vp->timers_on & (1u << URSA__SIGTIMER_ROT)) || si->si_code != SI_TIMER || vp->x == NULL ||
       vp->cur == vp->x->idle || !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
     return;
   if (safe_point(vp->cur, ucv) != SAFE) return;     /* the next tick tries again */
@@ -351,51 +365,3 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   *vp->errno_p = saved;
 }
 
-int ursa__rot_install(void) {
-  int err;
-  if (ursa__g.rotate_ns == 0) return 0;
-  if (!installed) {                                   /* safe_point's mask: cp-ts sets it too */
-    pthread_sigmask(SIG_BLOCK, NULL, &base_mask);
-    sigdelset(&base_mask, URSA__PREEMPT_SIGNAL);
-    sigdelset(&base_mask, URSA__ROTATE_SIGNAL);
-  }
-  if ((err = handler_set(URSA__ROTATE_SIGNAL, "URSA_ROTATE_US", on_rotate, &rot_old)) != 0) return err;
-  rot_installed = 1;
-  return 0;
-}
-
-void ursa__rot_uninstall(void) {
-  if (!rot_installed) return;
-  handler_restore(URSA__ROTATE_SIGNAL, &rot_old);
-  rot_installed = 0;
-}
-
-static void rot_arm(struct ursa__vp *vp, bool on) {
-  struct itimerspec its;
-  memset(&its, 0, sizeof its);
-  if (on) {
-    its.it_value.tv_sec = its.it_interval.tv_sec = (time_t)(ursa__g.rotate_ns / 1000000000u);
-    its.it_value.tv_nsec = its.it_interval.tv_nsec = (long)(ursa__g.rotate_ns % 1000000000u);
-  }
-  timer_settime((timer_t)vp->rot_timer, 0, &its, NULL);
-  vp->rot_armed = on;
-}
-
-int ursa__rot_vp_start(struct ursa__vp *vp) {
-  int err;
-  if (ursa__g.rotate_ns == 0) return 0;
-  if ((err = thread_timer(URSA__ROTATE_SIGNAL, &vp->rot_timer)) != 0) return err;
-  vp->rot_timer_on = 1;
-  rot_arm(vp, true);
-  return 0;
-}
-
-void ursa__rot_vp_stop(struct ursa__vp *vp) {
-  if (!vp->rot_timer_on) return;
-  vp->rot_timer_on = 0;
-  timer_delete((timer_t)vp->rot_timer);
-}
-
-void ursa__rot_idle(struct ursa__vp *vp, int sleep) {
-  if (sleep ? vp->rot_armed : !vp->rot_armed) rot_arm(vp, !sleep);
-}

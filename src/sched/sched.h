@@ -389,7 +389,7 @@ static inline void ursa__preempt_point(struct ursa__vp *vp) {
 }
 /* Around a wait of the VP in the kernel: a sleeping VP takes no timer signals. */
 static inline void ursa__preempt_idle(struct ursa__vp *vp, int sleep) {
-  if (ursa_unlikely(vp->pre_timer_on | vp->rot_timer_on)) ursa__model_hooks.idle(vp, sleep);
+  if (ursa_unlikely(vp->timers_on != 0)) ursa__model_hooks.idle(vp, sleep);
 }
 
 /* ---- reports (report.c) ------------------------------------------------------------------------ */
