@@ -51,6 +51,7 @@
 #define _GNU_SOURCE
 #include "../sched/sched.h"
 #include "../model/model.h"
+#include "../core/heap.h"
 #include "ursa/pt_sched.h"
 
 #include <stdlib.h>
@@ -167,32 +168,9 @@ static void make_ready(struct ursa__pts_exec *cur, struct ursa_pts *w, int res) 
 
 /* ---- timers (owner only) ---------------------------------------------------------------------- */
 
-static void heap_set(struct ursa__pts_exec *E, uint32_t i, struct pts_timer v) {
-  E->timers[i] = v;
-  v.t->heap_idx = i;
-}
-
-static void heap_up(struct ursa__pts_exec *E, uint32_t i) {
-  struct pts_timer v = E->timers[i];
-  while (i > 1 && E->timers[i / 2].deadline > v.deadline) {
-    heap_set(E, i, E->timers[i / 2]);
-    i /= 2;
-  }
-  heap_set(E, i, v);
-}
-
-static void heap_down(struct ursa__pts_exec *E, uint32_t i) {
-  struct pts_timer v = E->timers[i];
-  for (;;) {
-    uint32_t c = 2 * i;
-    if (c > E->ntimers) break;
-    if (c + 1 <= E->ntimers && E->timers[c + 1].deadline < E->timers[c].deadline) c++;
-    if (E->timers[c].deadline >= v.deadline) break;
-    heap_set(E, i, E->timers[c]);
-    i = c;
-  }
-  heap_set(E, i, v);
-}
+#define PTS_KEY(v)      ((v).deadline)
+#define PTS_MOVED(v, i) ((v).t->heap_idx = (i))
+URSA__HEAP(pheap, struct pts_timer, PTS_KEY, PTS_MOVED)
 
 static int timer_arm(struct ursa__pts_exec *E, struct ursa_pts *t, uint64_t ns, struct ursa_pts_sem *obj) {
   uint64_t now = ursa__now();
@@ -205,18 +183,13 @@ static int timer_arm(struct ursa__pts_exec *E, struct ursa_pts *t, uint64_t ns, 
     E->tcap = cap;
   }
   E->timers[++E->ntimers] = v;
-  heap_up(E, E->ntimers);
+  pheap_up(E->timers, E->ntimers);
   return 0;
 }
 
 static void timer_cancel(struct ursa__pts_exec *E, struct ursa_pts *t) {
-  uint32_t i = t->heap_idx;
-  struct pts_timer last = E->timers[E->ntimers--];
+  pheap_remove(E->timers, E->ntimers--, t->heap_idx);
   t->heap_idx = 0;
-  if (last.t == t) return;
-  heap_set(E, i, last);
-  if (i > 1 && E->timers[i / 2].deadline > last.deadline) heap_up(E, i);
-  else heap_down(E, i);
 }
 
 /* URSA_PTS_SEM_TIMEDWAIT, resumed with its timer still armed: a post beat the timeout.  Executed

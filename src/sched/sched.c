@@ -35,6 +35,7 @@
  */
 #define _GNU_SOURCE
 #include "sched_smp.h"
+#include "../core/heap.h"
 
 #include <sched.h>
 
@@ -73,52 +74,23 @@ int ursa__switch_traced(struct ursa__vp *vp, struct ursa__thread *from, struct u
 
 /* ---- timer heap (1-based binary min-heap on deadline) ----------------------------------------- */
 
-static void heap_set(struct ursa__vp *vp, uint32_t i, struct ursa__thread *t) {
-  vp->timers[i] = t;
-  t->heap_idx = i;
-}
-
-static void heap_up(struct ursa__vp *vp, uint32_t i) {
-  struct ursa__thread *t = vp->timers[i];
-  while (i > 1 && vp->timers[i / 2]->deadline > t->deadline) {
-    heap_set(vp, i, vp->timers[i / 2]);
-    i /= 2;
-  }
-  heap_set(vp, i, t);
-}
-
-static void heap_down(struct ursa__vp *vp, uint32_t i) {
-  struct ursa__thread *t = vp->timers[i];
-  uint32_t n = vp->ntimers;
-  for (;;) {
-    uint32_t c = 2 * i;
-    if (c > n) break;
-    if (c + 1 <= n && vp->timers[c + 1]->deadline < vp->timers[c]->deadline) c++;
-    if (vp->timers[c]->deadline >= t->deadline) break;
-    heap_set(vp, i, vp->timers[c]);
-    i = c;
-  }
-  heap_set(vp, i, t);
-}
+#define THREAD_KEY(t)      ((t)->deadline)
+#define THREAD_MOVED(t, i) ((t)->heap_idx = (i))
+URSA__HEAP(theap, struct ursa__thread *, THREAD_KEY, THREAD_MOVED)
 
 void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadline) {
   URSA_ASSERT(t->heap_idx == 0 && vp->ntimers + 1 < vp->timers_cap);
   t->deadline = deadline;
   vp->timers[vp->ntimers + 1] = t;
   __atomic_store_n(&vp->ntimers, vp->ntimers + 1, __ATOMIC_RELAXED);   /* read unlocked by its owner */
-  heap_up(vp, vp->ntimers);
+  theap_up(vp->timers, vp->ntimers);
 }
 
 void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t) {
-  uint32_t i = t->heap_idx;
-  struct ursa__thread *last = vp->timers[vp->ntimers];
-  __atomic_store_n(&vp->ntimers, vp->ntimers - 1, __ATOMIC_RELAXED);   /* read unlocked by its owner */
+  uint32_t n = vp->ntimers;
+  __atomic_store_n(&vp->ntimers, n - 1, __ATOMIC_RELAXED);             /* read unlocked by its owner */
+  theap_remove(vp->timers, n, t->heap_idx);
   t->heap_idx = 0;
-  if (last != t) {
-    heap_set(vp, i, last);
-    if (i > 1 && vp->timers[i / 2]->deadline > last->deadline) heap_up(vp, i);
-    else heap_down(vp, i);
-  }
 }
 
 int ursa__timers_reserve(struct ursa__vp *vp, uint64_t nthreads) {
