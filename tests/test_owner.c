@@ -5,6 +5,13 @@
  */
 #include "task.h"
 
+static void init_one_vp(void) {
+  ursa_config_t c;
+  memset(&c, 0, sizeof c);
+  c.vps = 1;
+  ASSERT_OK(ursa_init(&c));
+}
+
 static ursa_mutex_t om;
 static ursa_rwlock_t orw;
 static char *where[2];
@@ -29,12 +36,9 @@ static void *try_unlock(void *arg) {
 }
 
 TEST_IMPL(owner_not_inherited_with_descriptor) {
-  ursa_config_t c;
   ursa_thread_t a, b;
   long gap;
-  memset(&c, 0, sizeof c);
-  c.vps = 1;
-  ASSERT_OK(ursa_init(&c));
+  init_one_vp();
   ASSERT_OK(ursa_mutex_init(&om, URSA_MUTEX_ERRORCHECK));
   ASSERT_OK(ursa_rwlock_init(&orw));
   ASSERT_OK(ursa_create(&a, NULL, lock_and_end, NULL));
@@ -53,10 +57,7 @@ TEST_IMPL(owner_not_inherited_with_descriptor) {
 static ursa_mutex_t rm;
 
 TEST_IMPL(owner_recursive_trylock_counts) {
-  ursa_config_t c;
-  memset(&c, 0, sizeof c);
-  c.vps = 1;
-  ASSERT_OK(ursa_init(&c));
+  init_one_vp();
   ASSERT_OK(ursa_mutex_init(&rm, URSA_MUTEX_RECURSIVE));
   ASSERT_OK(ursa_mutex_lock(&rm));
   ASSERT_OK(ursa_mutex_trylock(&rm));                 /* its owner: one more level (POSIX) */
