@@ -231,7 +231,7 @@ run_config() {
     else
       { ctest_failed_output "$log"; grep '^test-aarch64: check FAILED' "$log" | sed 's/^/  /'; } >"$tmp/$c.out"
     fi
-    timeouts "$dir" >"$tmp/$c.to"
+    timeouts "$dir" >"$tmp/$c.to"     # rewrites LastTest.log, which the script's rerun replaced
     slowest "$res" "$tmp/$c.to" >"$tmp/$c.slow"
     return ;;
   esac
@@ -246,6 +246,7 @@ run_config() {
     why="build"; log=$dir.build.log
     grep -vE '^\[[0-9]+/[0-9]+\] ' "$log" | sed 's/^/    /' >"$tmp/$c.out"; return
   fi
+  timeouts "$dir" >"$tmp/$c.to"      # before the tests: it rewrites Testing/Temporary/LastTest.log
   log=$dir/ctest.log
   (cd "$dir" && ctest --output-on-failure -j2) >"$log" 2>&1; rc=$?
   ctest_results "$log" >"$res"
@@ -254,7 +255,6 @@ run_config() {
   elif [ "$rc" -ne 0 ] && ! grep -q '^fail' "$res"; then why="ctest exited $rc"; fi
   ctest_failed_output "$log" >"$tmp/$c.out"
   [ -n "$why" ] && ! [ -s "$tmp/$c.out" ] && tail -n 20 "$log" | sed 's/^/    /' >"$tmp/$c.out"
-  timeouts "$dir" >"$tmp/$c.to"
   slowest "$res" "$tmp/$c.to" >"$tmp/$c.slow"
 }
 
@@ -305,7 +305,8 @@ for c in "${configs[@]}"; do
   [ -n "$why" ] && f=$((f + 1))
   printf ' %6d %6d %7d %7s %7s  %s\n' "$p" "$f" "$s" "$(dur "$secs")" "$left_s" "$(cat "$tmp/$c.slow")"
   total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + s))
-  summary+=("$c $p/$f/$s"); ran+=("$c")
+  summary+=("$c $p/$f/$s")
+  [ "$c" = model ] || ran+=("$c")       # the configurations that run CTest, for "[all but ...]"
 
   # Skipped tests and their reasons: CONFIG<tab>TEST<tab>REASON
   awk -F'\t' -v c="$c" -v whyfile="$tmp/$c.skip" '
