@@ -60,13 +60,13 @@ TABLE=$(cat <<'EOF'
              debug           1      45
              asan            2      55
              ucontext        1      45
-             tsan            3      60
-             valgrind        5      100
+             tsan            3      110
+             valgrind        5      110
              hard            1      50
              clang           1      40
              clang-asan      2      50
-             clang-tsan      3      60
-             clang-valgrind  5      100
+             clang-tsan      3      110
+             clang-valgrind  5      110
              clang-hard      1      50
              aarch64         4      70
 EOF
