@@ -84,7 +84,7 @@ if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/
   for p in "${failed[@]}"; do
     if [[ " ${optional[*]} " == *" $p "* ]]; then
       case $p in
-        spin) echo "ursa setup: could not install spin: the model check will be skipped" >&2 ;;
+        spin) echo "ursa setup: could not install spin: make test reports the model check NOT RUN and fails (URSA_TEST_ALLOW_NOT_RUN=model allows it)" >&2 ;;
         libunwind-dev) echo "ursa setup: could not install libunwind-dev: ursa_dump prints no backtraces" >&2 ;;
         python3-venv) echo "ursa setup: could not install python3-venv: the bench report will have no plots" >&2 ;;
         *)    echo "ursa setup: could not install $p: the benchmarks that need it will show as missing" >&2 ;;

@@ -2,7 +2,10 @@
  * runner.c - the test runner.  `ursa_tests NAME` runs one test in this process (CTest runs each
  * test that way: one process each, under CTest's timeout).  `ursa_tests` alone runs every test in
  * its own forked child, kills it after a timeout (30 s x URSA_TEST_TIMEOUT_MULTIPLIER) and prints
- * TAP.  `ursa_tests --list` prints the names.
+ * TAP.  `ursa_tests --list` prints the names of the list (tests/test-list.h), `--list-defined`
+ * those of every TEST_IMPL compiled in, and `--check-registered FILE` (the CTest test
+ * tests_registered; FILE is what tests/CMakeLists.txt registered with CTest, one name a line)
+ * fails, naming the test, when a TEST_IMPL has no TEST line or CTest and the list disagree.
  */
 #include "task.h"
 
@@ -22,6 +25,89 @@ static const struct entry tests[] = {
 #undef TEST
 };
 #define NTESTS (sizeof tests / sizeof tests[0])
+
+/* Every TEST_IMPL's name, NUL-terminated, one after the other in the section ursa_test_defs
+ * (task.h); the linker defines its bounds.  Zero bytes of alignment padding may come between. */
+extern const char __start_ursa_test_defs[], __stop_ursa_test_defs[];
+
+/* The next name of the section at or after *at, or NULL at its end. */
+static const char *next_defined(const char **at) {
+  const char *p = *at, *name;
+  while (p < __stop_ursa_test_defs && *p == '\0') p++;
+  if (p >= __stop_ursa_test_defs) return NULL;
+  name = p;
+  *at = p + strlen(p) + 1;
+  return name;
+}
+
+static int listed(const char *name) {
+  size_t i;
+  for (i = 0; i < NTESTS; i++)
+    if (strcmp(tests[i].name, name) == 0) return 1;
+  return 0;
+}
+
+/* --check-registered FILE: the runner's list, the TEST_IMPLs compiled in and the names CMake
+ * registered with CTest (FILE, one a line) must be the same set.  Prints each difference. */
+static int check_registered(const char *path) {
+  char line[256], *names = NULL;
+  size_t len = 0, cap = 0, i;
+  int bad = 0, ndefined = 0;
+  const char *at = __start_ursa_test_defs, *name;
+  FILE *f = fopen(path, "r");
+  if (f == NULL) { perror(path); return 1; }
+  while (fgets(line, sizeof line, f) != NULL) {       /* names, each followed by '\0' */
+    size_t n = strcspn(line, " \t\r\n");
+    if (n == 0) continue;
+    if (len + n + 1 > cap) {
+      cap = 2 * (len + n + 1) + 4096;
+      names = realloc(names, cap);
+      if (names == NULL) { perror("realloc"); fclose(f); return 1; }
+    }
+    memcpy(names + len, line, n);
+    names[len + n] = '\0';
+    len += n + 1;
+  }
+  fclose(f);
+  while ((name = next_defined(&at)) != NULL) {
+    ndefined++;
+    if (!listed(name)) {
+      printf("unregistered: TEST_IMPL(%s) is defined, but no TEST(%s) line in tests/test-list.h "
+             "or tests/list-*.h lists it: it never runs\n", name, name);
+      bad++;
+    }
+  }
+  for (i = 0; i < NTESTS; i++) {
+    size_t off = 0;
+    int found = 0;
+    for (off = 0; off < len && !found; off += strlen(names + off) + 1)
+      found = strcmp(names + off, tests[i].name) == 0;
+    if (!found) {
+      printf("unregistered: TEST(%s) is in the runner's list, but CMake did not register it with "
+             "CTest (tests/CMakeLists.txt reads lines \"TEST(name)\"; is the line inside a "
+             "macro or split?)\n", tests[i].name);
+      bad++;
+    }
+  }
+  {
+    size_t off;
+    for (off = 0; off < len; off += strlen(names + off) + 1)
+      if (!listed(names + off)) {
+        printf("unregistered: CTest runs %s, but the runner's list has no TEST(%s) (under #if?)\n",
+               names + off, names + off);
+        bad++;
+      }
+  }
+  free(names);
+  if (bad) {
+    printf("tests_registered: %d problem%s (runner list %zu, TEST_IMPLs %d, CTest %s)\n", bad,
+           bad == 1 ? "" : "s", NTESTS, ndefined, path);
+    return 1;
+  }
+  printf("tests_registered: the %zu tests of the list, the %d TEST_IMPLs and CTest agree\n",
+         NTESTS, ndefined);
+  return 0;
+}
 
 uint64_t test_now_ns(void) {
   struct timespec ts;
@@ -124,6 +210,12 @@ int main(int argc, char **argv) {
     for (i = 0; i < NTESTS; i++) printf("%s\n", tests[i].name);
     return 0;
   }
+  if (argc == 2 && strcmp(argv[1], "--list-defined") == 0) {
+    const char *at = __start_ursa_test_defs, *name;
+    while ((name = next_defined(&at)) != NULL) printf("%s\n", name);
+    return 0;
+  }
+  if (argc == 3 && strcmp(argv[1], "--check-registered") == 0) return check_registered(argv[2]);
   if (argc == 2) {
     for (i = 0; i < NTESTS; i++)
       if (strcmp(argv[1], tests[i].name) == 0) return run_one(&tests[i]);

@@ -44,7 +44,14 @@
 #endif
 #define TEST_TIME_FACTOR (TEST_UNDER_VALGRIND ? 30u : TEST_BUILD_TIME_FACTOR)
 
-#define TEST_IMPL(name) int test_##name(void); int test_##name(void)
+/* A test: TEST_IMPL(name) { ...; return 0; }, listed once as TEST(name) in tests/test-list.h or a
+ * tests/list-*.h.  Each definition also leaves its name in the section ursa_test_defs, so that the
+ * runner knows every test compiled in, listed or not (`ursa_tests --list-defined`), and the CTest
+ * test tests_registered (`ursa_tests --check-registered`) fails on one that no TEST line lists. */
+#define TEST_IMPL(name)                                                           \
+  __attribute__((used, section("ursa_test_defs")))                                \
+  static const char test_defined_##name[] = #name;                                \
+  int test_##name(void); int test_##name(void)
 #define TEST_SKIP_CODE 77
 
 #define FAIL(...)                                                                 \
