@@ -4,6 +4,8 @@
  * off writes nothing, and a path that cannot be written costs one line and nothing else. */
 #include "task.h"
 
+#include <stdatomic.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <sys/wait.h>
@@ -439,6 +441,59 @@ TEST_IMPL(trace_event_limit_drops_and_says_so) {
   t = load_valid_trace();
   ASSERT_STR_CONTAINS(t, "\"name\":\"trace full: ");
   ASSERT_EQ(count(t, "\"dropped_events\":0}"), 0);
+  free(t);
+  remove_dir();
+  return 0;
+}
+
+/* ---- 7: a cp-ts preemption is marked in the trace ---------------------------------------------- */
+
+static atomic_int spin_stop;
+
+static void *spin_until_preempted(void *arg) {
+  ursa_stats_t s;
+  while (!atomic_load(&spin_stop)) {                      /* the program's own code: a safe point */
+    if (ursa_stats(&s) == 0 && s.preemptions >= 2) atomic_store(&spin_stop, 1);
+  }
+  return arg;
+}
+
+static void preempt_traced(void) {
+  ursa_config_t c;
+  ursa_attr_t a;
+  ursa_thread_t t[2];
+  int i, rc;
+  setenv("URSA_TRACE", g_path, 1);
+  memset(&c, 0, sizeof c);
+  c.vps = 1;
+  c.model = URSA_MODEL_CP_TS;
+  c.quantum_us = 1000;
+  if ((rc = ursa_init(&c)) == -ENOTSUP) _exit(77);        /* cp-ts refused in this build */
+  if (rc != 0) _exit(90);
+  ursa_attr_init(&a);
+  ursa_attr_setname(&a, "spinner");
+  for (i = 0; i < 2; i++)
+    if (ursa_create(&t[i], &a, spin_until_preempted, NULL) != 0) _exit(91);
+  for (i = 0; i < 2; i++) ursa_join(t[i], NULL);
+  exit(ursa_fini() == 0 ? 0 : 92);
+}
+
+TEST_IMPL(trace_cp_ts_preemption_marked) {
+  int status;
+  char out[4096], *t;
+#ifdef URSA_NO_TRACE
+  RETURN_SKIP("built with -DURSA_WITH_TRACE=OFF");
+#endif
+  make_dir();
+  run_child(preempt_traced, &status, out, sizeof out);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+    remove_dir();
+    RETURN_SKIP("cp-ts is not available in this build (ThreadSanitizer, or a sanitizer runtime linked in)");
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) FAIL("child status %#x, output:\n%s", status, out);
+  t = load_valid_trace();
+  ASSERT_STR_CONTAINS(t, "\"cat\":\"preempt\"");
+  ASSERT_STR_CONTAINS(t, "\"name\":\"preempt spinner\"");
   free(t);
   remove_dir();
   return 0;

@@ -60,13 +60,54 @@ URSA_HIDDEN void ursa__panic(const char *where, const char *msg) __attribute__((
  * holding one.  Lock order: object lock, then a thread's lock (join), then a timer-heap lock, then
  * an inbox lock; the global queue's and the handle table's locks are leaves. */
 typedef uint32_t ursa__spin_t;
-URSA_HIDDEN void ursa__spin_lock_slow(ursa__spin_t *l);
+/* The word of a held lock is 1; in the debug build it is its holder's tag instead (URSA__SPIN_TAG
+ * and a number of the kernel thread), so that the comments' "lock held" can be asserted
+ * (ursa__spin_held), and a relock by the holder or an unlock by another thread panics. */
+#define URSA__SPIN_TAG 0x55aa0000u
+#ifdef URSA_DEBUG
+URSA_HIDDEN uint32_t ursa__spin_me(void);
+#  define URSA__SPIN_HELD_VALUE() ursa__spin_me()
+#else
+#  define URSA__SPIN_HELD_VALUE() 1u
+#endif
+URSA_HIDDEN void ursa__spin_lock_slow(ursa__spin_t *l);   /* one argument: callers stay frameless */
+/* One attempt: exchange when every holder writes the same 1; with tags a failed exchange would
+ * overwrite the holder's tag, so the debug build compares first.  Acquire: pairs with the release
+ * store of ursa__spin_unlock. */
+static inline bool ursa__spin_try(ursa__spin_t *l, uint32_t held) {
+#ifdef URSA_DEBUG
+  uint32_t free_ = 0;
+  return __atomic_compare_exchange_n(l, &free_, held, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+#else
+  return __atomic_exchange_n(l, held, __ATOMIC_ACQUIRE) == 0;
+#endif
+}
 static inline void ursa__spin_lock(ursa__spin_t *l) {
-  /* acquire: pairs with the release store of ursa__spin_unlock */
-  if (ursa_unlikely(__atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE) != 0)) ursa__spin_lock_slow(l);
+  uint32_t held = URSA__SPIN_HELD_VALUE();
+#ifdef URSA_DEBUG
+  if (__atomic_load_n(l, __ATOMIC_RELAXED) == held) URSA_PANIC("spin lock taken again by its holder");
+#endif
+  if (ursa_unlikely(!ursa__spin_try(l, held))) ursa__spin_lock_slow(l);
+}
+/* Whether the calling kernel thread holds l: known in the debug build only (elsewhere true, and
+ * only URSA_ASSERT asks). */
+static inline bool ursa__spin_held(const ursa__spin_t *l) {
+#ifdef URSA_DEBUG
+  return __atomic_load_n(l, __ATOMIC_RELAXED) == ursa__spin_me();
+#else
+  URSA_UNUSED(l);
+  return true;
+#endif
 }
 static inline void ursa__spin_unlock(ursa__spin_t *l) {
+#ifdef URSA_DEBUG
+  if (!ursa__spin_held(l)) URSA_PANIC("spin lock released by a thread that does not hold it");
+#endif
   __atomic_store_n(l, 0u, __ATOMIC_RELEASE);       /* pairs with the acquire exchange above */
+}
+/* Whether v is a value a lock word can have (objects check it to tell garbage). */
+static inline bool ursa__spin_word_ok(uint32_t v) {
+  return v <= 1 || (v & 0xffff0000u) == URSA__SPIN_TAG;
 }
 
 

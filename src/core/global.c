@@ -22,7 +22,18 @@ __thread struct ursa__vp *ursa__tls_vp __attribute__((tls_model("initial-exec"))
 
 /* ---- spin locks ------------------------------------------------------------------------------ */
 
+#ifdef URSA_DEBUG
+/* The calling kernel thread's lock tag (base.h): numbered in the order threads first take a lock. */
+uint32_t ursa__spin_me(void) {
+  static __thread uint32_t me;
+  static uint32_t next;
+  if (me == 0) me = URSA__SPIN_TAG | (__atomic_add_fetch(&next, 1, __ATOMIC_RELAXED) % 0xffffu + 1u);
+  return me;
+}
+#endif
+
 void ursa__spin_lock_slow(ursa__spin_t *l) {
+  uint32_t held = URSA__SPIN_HELD_VALUE();
   unsigned spins = 0;
   do {
     while (__atomic_load_n(l, __ATOMIC_RELAXED) != 0) {   /* read-only wait: no line ping-pong */
@@ -36,7 +47,7 @@ void ursa__spin_lock_slow(ursa__spin_t *l) {
         sched_yield();                                 /* the holder may be preempted */
       }
     }
-  } while (__atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE) != 0);   /* pairs with ursa__spin_unlock */
+  } while (!ursa__spin_try(l, held));                  /* pairs with ursa__spin_unlock */
 }
 
 /* ---- time ------------------------------------------------------------------------------------- */

@@ -192,7 +192,7 @@ static void overflow_handler(int sig, siginfo_t *si, void *uctx) {
   struct ursa__vp *vp = ursa__tls_vp;
   struct ursa__thread *t = vp ? vp->cur : NULL;
   char *addr = si->si_addr;
-  if (t && !t->is_main && t->stack_lo && addr >= t->stack_lo - ursa__g.guard_size && addr < t->stack_lo) {
+  if (t && !t->own_stack && t->stack_lo && addr >= t->stack_lo - ursa__g.guard_size && addr < t->stack_lo) {
     struct sbuf s = { .n = 0 };
     put_s(&s, "ursa: stack overflow in thread ");
     put_u(&s, t->id, 10);

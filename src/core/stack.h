@@ -13,6 +13,7 @@ URSA_HIDDEN struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_
 URSA_HIDDEN void ursa__stack_put_slow(struct ursa__vp *vp, struct ursa__thread *t);
 
 static inline struct ursa__thread *ursa__stack_get(struct ursa__vp *vp, size_t size, int *err) {
+  URSA_ASSERT_OWNER(vp);                     /* the pool is the VP's own, unlocked */
 #if !URSA_ASAN
   struct ursa__thread *t = vp->pool;
   if (ursa_likely(t != NULL && size == ursa__g.stack_size)) {   /* warm pool: no system call */
@@ -25,6 +26,7 @@ static inline struct ursa__thread *ursa__stack_get(struct ursa__vp *vp, size_t s
 }
 
 static inline void ursa__stack_put(struct ursa__vp *vp, struct ursa__thread *t) {
+  URSA_ASSERT_OWNER(vp);
   if (ursa_likely(t->stack_size == ursa__g.stack_size && vp->pool_len < ursa__g.stack_cache)) {
     t->qnext = vp->pool;
     vp->pool = t;

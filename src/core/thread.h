@@ -73,7 +73,8 @@ struct ursa__thread {
   uint8_t              state;        /* enum ursa__state                                        */
   uint8_t              wait_kind;    /* enum ursa__wait while BLOCKED                           */
   uint8_t              detached;
-  uint8_t              is_main;      /* the thread that called ursa_init: not on an ursa stack  */
+  uint8_t              own_stack;    /* not on an ursa stack (main's, a VP's idle context): never
+                                        pooled, unmapped or reaped                              */
   uint32_t             heap_idx;     /* 1-based index in vp->timers, 0 when no timer is armed   */
 
   /* cold */
@@ -91,7 +92,7 @@ struct ursa__thread {
   struct ursa__vp     *timer_vp;     /* the VP whose heap holds t's timer (heap_idx != 0)        */
   ursa__spin_t         lock;         /* guards state ZOMBIE, joiner and detached across VPs      */
   uint8_t              claim;        /* atomic: 1 once a waker or the timer owns t's timed wait  */
-  uint8_t              pinned;       /* t runs on home only                                      */
+  uint8_t              pinned;       /* URSA__PIN_*: whether t runs on home only (below)         */
   uint8_t              in_extra;     /* READY in its VP's overflow list, not in the ring         */
   uint8_t              is_shell;     /* a stackless thread's wait shell (src/pt/): set once, so
                                         any VP may read it without a lock                        */
@@ -116,6 +117,10 @@ struct ursa__thread {
   unsigned             vg_stack;     /* VALGRIND_STACK_REGISTER id of this stack               */
 #endif
 };
+
+/* pinned: a bound thread (attribute, a region's member, main) runs on home for good; ursa_vp_pin
+ * and a preemption's switch pin an unpinned one for a while and unpin it after. */
+enum { URSA__PIN_NONE = 0, URSA__PIN_BOUND = 1, URSA__PIN_WHILE = 2 };
 
 /* A thread's state is written by the VP that runs or queues it and read from other VPs by join,
  * detach and the reports: relaxed atomic accesses (plain moves), so such reads are not races. */

@@ -26,8 +26,8 @@
  *   Wake-ups: ursa__wake (one VP, through ursa__wake_slow), the joiner hand-off of
  *   ursa__thread_finish, ursa__smp_wake and ursa__smp_timers_fire (several VPs).  Idle: around
  *   clock_nanosleep in next_ready (sched.c, one VP) and the futex wait of idle_sleep (vp.c).
- *   -DURSA_WITH_TRACE=OFF compiles them out.  Preemption (issue #4) will call
- *   ursa__trace_preempt at its safe point; nothing calls it yet.
+ *   -DURSA_WITH_TRACE=OFF compiles them out.  Preemption: ursa__preempt_switch (src/model/model.c)
+ *   calls ursa__trace_preempt at its safe point, on the VP's own kernel thread, before it switches.
  *
  *   Writing.  ursa_fini calls ursa__trace_fini once the kernel threads of VPs 1..N-1 are joined
  *   (their buffers are then quiet and visible to it), and the file is written from the merged,

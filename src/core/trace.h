@@ -39,9 +39,8 @@ URSA_HIDDEN void ursa__trace_wake(struct ursa__vp *self, const struct ursa__thre
                                   int res) __attribute__((cold));
 /* vp starts (begin = 1) or ends (0) a wait in the kernel with nothing to run. */
 URSA_HIDDEN void ursa__trace_idle(struct ursa__vp *vp, int begin) __attribute__((cold));
-/* Hook point for preemption (issue #4, not written yet): the safe point that takes the CPU from
- * the running thread t calls this before its switch, so the trace marks the slice's end as a
- * preemption.  Nothing calls it today. */
+/* A preemption (cp-ts's tick or cp-ic's count, at a safe point: ursa__preempt_switch) takes the
+ * CPU from the running thread t: called before its switch, so the trace marks the slice's end. */
 URSA_HIDDEN void ursa__trace_preempt(struct ursa__vp *vp, const struct ursa__thread *t) __attribute__((cold));
 /* ursa_init: reads URSA_TRACE, opens the file, sets the flag (before VPs 1..N-1 start). */
 URSA_HIDDEN void ursa__trace_init(void);

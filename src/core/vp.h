@@ -75,6 +75,9 @@ URSA_HIDDEN struct ursa__vp *ursa__vp_current(void) __attribute__((noinline));
 /* With one VP there is one kernel thread, and the cached address is right: no call. */
 #define URSA__VP_AFTER_SWITCH() (ursa_likely(ursa__g.nvps <= 1) ? ursa__tls_vp : ursa__vp_current())
 
+/* "Executed only by the owning VP", checked in the debug build. */
+#define URSA_ASSERT_OWNER(vp) URSA_ASSERT((vp) == ursa__tls_vp)
+
 /* The handle table: slot i holds thread t while t is live or unjoined; the slot's generation is
  * bumped when t is released, so an old handle no longer matches.  The table is one reserved
  * virtual range, made accessible URSA__SLOT_GROW slots at a time, that stays mapped until

@@ -147,10 +147,11 @@ struct ursa__vp *ursa__preempt_switch(struct ursa__vp *vp) {
   uint8_t pinned = cur->pinned;
   struct ursa__vp *home = cur->home, *now;
   uint64_t sw = vp->stats.switches;
-  if (!pinned) { cur->pinned = 2; cur->home = vp; }  /* resume on this kernel thread (see top) */
+  if (!pinned) { cur->pinned = URSA__PIN_WHILE; cur->home = vp; }  /* resume on this kernel thread (see top) */
+  if (URSA__TRACING()) ursa__trace_preempt(vp, cur);   /* URSA_TRACE: the slice ends by preemption */
   ursa__yield_involuntary(vp);
   now = ursa__vp_current();                          /* vp, unless cur's region moved */
-  if (!pinned) { cur->pinned = 0; cur->home = home; }
+  if (!pinned) { cur->pinned = URSA__PIN_NONE; cur->home = home; }
   if (now != vp || now->stats.switches != sw) now->stats.preemptions++;   /* another thread ran */
   return now;
 }

@@ -135,7 +135,7 @@ enum { SAFE, UNSAFE, ELSEWHERE };
 static int safe_point(const struct ursa__thread *t, const ucontext_t *uc) {
   uintptr_t pc, sp;
   pc_sp(uc, &pc, &sp);
-  if (!t->is_main && sp - (uintptr_t)t->stack_lo >= t->stack_size) return ELSEWHERE;
+  if (!t->own_stack && sp - (uintptr_t)t->stack_lo >= t->stack_size) return ELSEWHERE;
   if (t->preempt_off) return UNSAFE;
   if (!in_exe(pc) || pc - ursa_lo < ursa_hi - ursa_lo) return UNSAFE;
   return memcmp(&uc->uc_sigmask, &base_mask, sizeof(unsigned long)) == 0 ? SAFE : UNSAFE;

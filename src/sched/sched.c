@@ -80,6 +80,7 @@ URSA__HEAP(theap, struct ursa__thread *, THREAD_KEY, THREAD_MOVED)
 
 void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadline) {
   URSA_ASSERT(t->heap_idx == 0 && vp->ntimers + 1 < vp->timers_cap);
+  URSA_ASSERT(vp->mode != URSA__SMPMODE || ursa__spin_held(&vp->tlock));   /* wakers cancel */
   t->deadline = deadline;
   vp->timers[vp->ntimers + 1] = t;
   __atomic_store_n(&vp->ntimers, vp->ntimers + 1, __ATOMIC_RELAXED);   /* read unlocked by its owner */
@@ -88,6 +89,8 @@ void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadl
 
 void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t) {
   uint32_t n = vp->ntimers;
+  URSA_ASSERT(t->heap_idx != 0 && t->heap_idx <= n && vp->timers[t->heap_idx] == t);
+  URSA_ASSERT(vp->mode != URSA__SMPMODE || ursa__spin_held(&vp->tlock));
   __atomic_store_n(&vp->ntimers, n - 1, __ATOMIC_RELAXED);             /* read unlocked by its owner */
   theap_remove(vp->timers, n, t->heap_idx);
   t->heap_idx = 0;
@@ -253,7 +256,7 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
   if (cur->detached) {
     ursa__reap(vp);                                           /* the previous zombie, if any */
     ursa__thread_release_handle(cur);                         /* the handle is stale at once */
-    if (!cur->is_main) vp->zombie = cur;                      /* the stack: after the switch */
+    if (!cur->own_stack) vp->zombie = cur;                      /* the stack: after the switch */
   } else if (cur->joiner) {
     next = cur->joiner;
     if (ursa_likely(vp->ntimers == 0 && ursa__runq_empty(vp) && next->heap_idx == 0)) {

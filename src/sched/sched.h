@@ -64,6 +64,7 @@ static inline void ursa__q_remove(struct ursa__waitq *q, struct ursa__thread *t)
 /* Appends the READY thread t.  Executed only by the owning VP. */
 static inline void ursa__runq_push(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__runq *q = &vp->runq;
+  URSA_ASSERT_OWNER(vp);
   if (q->next == NULL && q->head == q->tail) {
     q->next = t;
     return;
@@ -76,6 +77,7 @@ static inline void ursa__runq_push(struct ursa__vp *vp, struct ursa__thread *t) 
 /* Removes and returns the first thread, NULL when none.  Executed only by the owning VP. */
 static inline struct ursa__thread *ursa__runq_pop(struct ursa__vp *vp) {
   struct ursa__runq *q = &vp->runq;
+  URSA_ASSERT_OWNER(vp);
   struct ursa__thread *t = q->next;
   if (t != NULL) {
     q->next = NULL;
@@ -96,6 +98,7 @@ static inline uint32_t ursa__runq_len(const struct ursa__vp *vp) {
 /* Puts the READY thread `in` where the READY thread `out` is, and takes `out` off the queue. */
 static inline void ursa__runq_replace(struct ursa__vp *vp, struct ursa__thread *out, struct ursa__thread *in) {
   struct ursa__runq *q = &vp->runq;
+  URSA_ASSERT_OWNER(vp);
   if (q->next == out) {
     q->next = in;
     return;
@@ -195,6 +198,8 @@ URSA_HIDDEN void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur,
 static inline int ursa__block_m(int mode, struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock,
                                 uint64_t deadline) {
   struct ursa__thread *cur = vp->cur, *next;
+  URSA_ASSERT_OWNER(vp);
+  URSA_ASSERT(mode != URSA__SMPMODE || lock == NULL || ursa__spin_held(lock));   /* "held by the caller" */
   if (mode == URSA__SMPMODE && deadline == 0) {       /* several VPs, no deadline: src/sched */
     cur->timer_vp = NULL;
     return ursa__smp_block(vp, kind, obj, lock);
@@ -255,6 +260,7 @@ static inline bool ursa__smp_handoff_ok(const struct ursa__vp *self, const struc
          !t->pinned && ursa__g.smp_handoff;
 }
 static inline void ursa__smp_handoff(struct ursa__vp *self, struct ursa__thread *t) {
+  URSA_ASSERT_OWNER(self);
   t->vp = self;
   t->in_extra = 0;
   self->runq.next = t;                       /* ursa__runq_push into an empty queue */

@@ -262,7 +262,7 @@ int ursa__threads_init(void) {
   m->handle = slot_handle(idx);
   m->vp = vp;
   ursa__set_state(m, URSA__RUNNING);
-  m->is_main = 1;
+  m->own_stack = 1;
   m->id = ursa__g.next_id++;
   strcpy(m->name, "main");
   if (pthread_getattr_np(pthread_self(), &pa) == 0) {   /* the stack's bounds, for ASan */
@@ -296,7 +296,7 @@ void ursa__thread_release_handle(struct ursa__thread *t) {
 }
 
 void ursa__thread_release_stack(struct ursa__vp *vp, struct ursa__thread *t) {
-  if (t->is_main) return;                            /* main's descriptor lives until fini */
+  if (t->own_stack) return;                            /* main's descriptor lives until fini */
 #if URSA_TSAN
   __tsan_destroy_fiber(t->tsan_fiber);
 #endif
@@ -316,7 +316,7 @@ static URSA_NOINLINE int create_smp(struct ursa__vp *vp, struct ursa__thread *t,
   t->timer_vp = NULL;
   t->lock = 0;
   if (want != URSA_VP_SELF) where = ursa__smp_place(vp, want);
-  t->pinned = a && a->bound;
+  t->pinned = a && a->bound ? URSA__PIN_BOUND : URSA__PIN_NONE;
   t->home = where;
   __atomic_add_fetch(&ursa__g.live, 1, __ATOMIC_RELAXED);
   ursa__smp_ready(vp, t, where);
@@ -345,9 +345,9 @@ static URSA__ALWAYS_INLINE int create_(struct ursa__vp *vp, ursa_thread_t *out, 
     return err;
   }
   /* A stack's descriptor is zero when fresh and keeps these invariants when recycled, so they
-   * need no store: is_main = 0, heap_idx = 0 (no timer outlives a wait), keys = NULL (released).
+   * need no store: own_stack = 0, heap_idx = 0 (no timer outlives a wait), keys = NULL (released).
    * wake_result, wait_kind and wait_obj are read only while BLOCKED, result only when ZOMBIE. */
-  URSA_ASSERT(!t->is_main && t->heap_idx == 0 && t->keys == NULL);
+  URSA_ASSERT(!t->own_stack && t->heap_idx == 0 && t->keys == NULL);
   __atomic_store_n(&slot_at(idx)->t, t, __ATOMIC_RELAXED);   /* (foreach reads it from any VP) */
   t->handle = slot_handle(idx);
   t->vp = vp;
@@ -503,7 +503,7 @@ int ursa_vp_pin(void) {
   URSA_VP_OR_RETURN(vp);
   cur = vp->cur;
   if (cur->pin_depth++ == 0 && !cur->pinned) {
-    cur->pinned = 2;                                 /* 2: pinned by ursa_vp_pin only */
+    cur->pinned = URSA__PIN_WHILE;                   /* pinned by ursa_vp_pin only */
     cur->home = vp;
   }
   return 0;
@@ -514,7 +514,7 @@ int ursa_vp_unpin(void) {
   URSA_VP_OR_RETURN(vp);
   cur = vp->cur;
   if (cur->pin_depth == 0) return -EINVAL;
-  if (--cur->pin_depth == 0 && cur->pinned == 2) cur->pinned = 0;
+  if (--cur->pin_depth == 0 && cur->pinned == URSA__PIN_WHILE) cur->pinned = URSA__PIN_NONE;
   return 0;
 }
 

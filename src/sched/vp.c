@@ -451,7 +451,7 @@ void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *resul
   if (detached) {
     ursa__reap(vp);
     ursa__thread_release_handle(cur);                  /* the handle is stale at once */
-    if (!cur->is_main) vp->zombie = cur;               /* the stack: after the switch */
+    if (!cur->own_stack) vp->zombie = cur;               /* the stack: after the switch */
   } else if (joiner) {
     ursa__smp_wake(vp, joiner, 0);
   }
@@ -752,7 +752,7 @@ static int smp_state_init(struct ursa__vp *vp) {
   if (URSA__FAIL() || (x->idle = calloc(1, sizeof *x->idle)) == NULL) return -ENOMEM;
   x->idle->vp = vp;
   ursa__set_state(x->idle, URSA__RUNNING);
-  x->idle->is_main = 1;                                /* not on a pooled stack */
+  x->idle->own_stack = 1;                                /* not on a pooled stack */
   strcpy(x->idle->name, "idle");
   return 0;
 }
@@ -825,7 +825,7 @@ int ursa__smp_init(void) {
     idle->stack_size = size;
     v0->x->idle = idle;
     idle->vp = v0;
-    idle->is_main = 0;
+    idle->own_stack = 0;
     strcpy(idle->name, "idle");
     ursa__ctx_make(&idle->ctx, idle, idle_entry);
 #if URSA_TSAN
@@ -835,7 +835,7 @@ int ursa__smp_init(void) {
   if ((err = ursa__smp_reserve(64)) != 0) goto fail;
   if (ursa__g.pin) pin_to_cpu(0);
   /* main is pinned to VP 0: it stays on the process's first kernel thread (exit, signals) */
-  v0->main_thread->pinned = 1;
+  v0->main_thread->pinned = URSA__PIN_BOUND;
   v0->main_thread->home = v0;
   mark_on_cpu(v0->main_thread);                        /* it runs now */
   for (i = 1; i < n; i++) {
@@ -917,7 +917,7 @@ static void smp_teardown(unsigned started, void (*stopped)(void)) {
 #if URSA_TSAN
       __tsan_destroy_fiber(idle->tsan_fiber);
 #endif
-      idle->is_main = 0;
+      idle->own_stack = 0;
       ursa__stack_put_slow(v0, idle);
     }
     smp_state_free(v0);

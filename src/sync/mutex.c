@@ -104,7 +104,9 @@ out:
 /* Releases x completely (any recursion count is dropped) and hands it to the first waiter.
  * The caller holds x's lock. */
 static void mutex_release(const struct ursa__vp *vp, struct ursa__mutex *x) {
-  struct ursa__thread *t = ursa__q_take(vp, &x->q);
+  struct ursa__thread *t;
+  URSA_ASSERT(vp->mode != URSA__SMPMODE || ursa__spin_held(&x->lock));
+  t = ursa__q_take(vp, &x->q);
   x->count = 0;
   owner_set(x, t);
   if (t) ursa__wake(t, 0);

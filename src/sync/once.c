@@ -21,7 +21,7 @@ int ursa_once(ursa_once_t *once, void (*fn)(void)) {
   case 0: case 1: break;
   default: return -EINVAL;                                   /* never initialized: garbage */
   }
-  if (__atomic_load_n(&o->lock, __ATOMIC_RELAXED) > 1) return -EINVAL;
+  if (!ursa__spin_word_ok(__atomic_load_n(&o->lock, __ATOMIC_RELAXED))) return -EINVAL;
   ursa__olock(vp, &o->lock);
   if (o->state == 2) { ursa__ounlock(vp, &o->lock); return 0; }
   if (o->state == 1) {
