@@ -31,11 +31,17 @@ the Java-style ratio of section 5 is T_CM / min(T_native, T_CPonGreen).
 
 Sizes.  The papers' programs ran seconds to an hour on a 550 MHz Pentium III with fixed counts;
 here each (application, work) point has its own count (meals, items, accesses, iterations),
-the same for every model, chosen so that a run of the fastest model lasts about 0.1 s (quick) or
-0.2-0.3 s (full): compare ratios, not seconds.  quick: work 100, 10,000, 1,000,000, JI 128x8 and 256x2, MM 256, TSP 15 cities (make
-bench); full: work 100, 1,000, ... 1,000,000, JI 128x8, 256x2, 512x8, MM 512, TSP 16 cities, and
-5 runs per point in both (--runs).  Runs go round by round over all points (run 1 of
-every point, then run 2, ...), so a noisy minute spreads over all of them; medians with min-max.
+the same for every model, chosen so that a run of the fastest model lasts about 0.1 s (default) or
+0.2-0.3 s (full): compare ratios, not seconds.  The three sizes (one vocabulary with the other
+suites and scripts/bench.sh):
+  default  `make bench`: work 100, 10,000, 1,000,000, JI 128x8 and 256x2, MM 256, TSP 15 cities,
+           5 runs per point
+  full     `make bench FULL=1` (--full): work 100, 1,000, ... 1,000,000, JI 128x8, 256x2, 512x8,
+           MM 512, TSP 16 cities, 5 runs per point, counts twice the default's
+  quick    --quick, a smoke run by hand: work 100 and 1,000,000, JI 128x8, MM 256, TSP 15 cities,
+           3 runs per point, the default's counts; its figures are indicative only
+(--runs overrides the runs per point.)  Runs go round by round over all points (run 1 of every
+point, then run 2, ...), so a noisy minute spreads over all of them; medians with min-max.
 
 Usage: python3 bench/apps_suite.py --build <build dir> [--quick | --full] [--runs N]
                                    [--results DIR] [--json PATH] [--only dp,rw,...] [--no-sweeps]
@@ -44,7 +50,7 @@ and counters, the findings with their ids, and this Markdown) and results/apps-l
 the Markdown on stdout and progress (runs done, round, elapsed, time left) on stderr.  Exit status:
 0 when every run answered right (a finding that does not hold included), 1 when a run failed,
 answered wrong or disagreed with the other models, 2 on a usage error, 130 when interrupted.
-The driver (bench/run.py) may call run(build_dir, quick, runs, results_dir) -> (ok, markdown).
+Other scripts may call run(build_dir, mode, runs, results_dir) -> (ok, markdown).
 Python 3 standard library only.
 """
 
@@ -228,20 +234,22 @@ class Plan:
     def __init__(self, mode, runs, n, only, sweeps):
         self.mode, self.runs, self.n, self.only, self.with_sweeps = mode, runs, n, only, sweeps
         self.points, self.by_key, self.index = [], {}, {}
-        quick = mode == "quick"
-        self.works = [100, 10_000, 1_000_000] if quick else [100, 1_000, 10_000, 100_000, 1_000_000]
+        full = mode == "full"
+        self.works = ([100, 1_000, 10_000, 100_000, 1_000_000] if full else
+                      [100, 1_000_000] if mode == "quick" else [100, 10_000, 1_000_000])
         self.sweep_works = self.works
-        self.ji_tests = [(128, 8), (256, 2)] if quick else [(128, 8), (256, 2), (512, 8)]
-        self.mm_n = 256 if quick else 512
-        self.tsp_cities = 15 if quick else 16
-        self.pc2_works = [100, 10_000] if quick else [100, 1_000, 10_000, 100_000]
+        self.ji_tests = ([(128, 8), (256, 2), (512, 8)] if full else [(128, 8)] if mode == "quick" else
+                         [(128, 8), (256, 2)])
+        self.mm_n = 512 if full else 256
+        self.tsp_cities = 16 if full else 15
+        self.pc2_works = [100, 1_000, 10_000, 100_000] if full else [100] if mode == "quick" else [100, 10_000]
         self.vps_list = [1] + ([n] if n > 1 else [])
         self._build()
 
-    # Counts per work size: a run of the fastest model lasts about 0.1 s (quick) or 0.2-0.3 s (full)
-    # on one CPU, i.e. 10 to 30 quanta of 10 ms.  The same count for every model.
+    # Counts per work size: a run of the fastest model lasts about 0.1 s (default, quick) or 0.2-0.3 s
+    # (full) on one CPU, i.e. 10 to 30 quanta of 10 ms.  The same count for every model.
     def budget(self, iterations):
-        return int(iterations * (1.5 if self.mode == "quick" else 3))
+        return int(iterations * (3 if self.mode == "full" else 1.5))
 
     def dp_meals(self, w):          # 16 philosophers, think + eat = 2 x work per meal
         return clamp(self.budget(48_000_000) // (32 * w), 2, self.budget(3000))
@@ -974,7 +982,7 @@ def report(plan, t_start, t_end, problems, ngroups, xxii, build_dir, loads):
         "(a 550 MHz Pentium III; seconds of whole programs with their own, fixed counts) and, after a slash, "
         "Ishihara et al. Table 1: compare the ratios, not the seconds.  Here each work size has its own count "
         "(meals, items, accesses), the same for every model, so that a run of the fastest model lasts about "
-        "0.1 s (quick) or 0.2–0.3 s (full): 10 to 30 quanta of 10 ms, where the papers' runs lasted hundreds to "
+        "0.1 s (default sizes) or 0.2–0.3 s (full): 10 to 30 quanta of 10 ms, where the papers' runs lasted hundreds to "
         "hundreds of thousands, so effects that build up over many time slices show less here.  Defaults as "
         "the paper: cp-ts quantum 10 ms, cp-ic switch count 10,000.  \"native\" is the same CP source on POSIX "
         "threads and semaphores (`*_native`, pinned to one CPU in the 1-VP tables); its loops have no "
@@ -1090,16 +1098,17 @@ def build_type(build_dir):
     return None
 
 
-def run(build_dir, quick=True, runs=None, results_dir=None, only=None, sweeps=True, json_path=None):
-    """Runs the matrix (quick: make bench's sizes; quick=False: the papers' full sizes) with `runs`
-    runs per point (default 5), writes <results_dir>/apps-<UTC stamp>.json (or json_path) and
-    apps-latest.md (results_dir default: results/ at the repository root), shows progress on stderr.
+def run(build_dir, mode="default", runs=None, results_dir=None, only=None, sweeps=True, json_path=None):
+    """Runs the matrix at the sizes of `mode` (default: make bench's; full: the papers' work sizes;
+    quick: a smoke run) with `runs` runs per point (default 5, 3 when quick), writes
+    <results_dir>/apps-<UTC stamp>.json (or json_path) and apps-latest.md (results_dir default: results/ at the repository root), shows progress on stderr.
     only: a list of applications to run (default all); sweeps=False leaves out Tables XIV-XXI.
     Returns (ok, markdown): ok is False when a run failed, answered wrong, or disagreed with the
     other models' answer (a refused model is reported, not a failure)."""
-    mode = "quick" if quick else "full"
+    if mode not in ("quick", "default", "full"):
+        raise ValueError(f"mode {mode!r}: quick, default or full")
     if runs is None:
-        runs = 5
+        runs = 3 if mode == "quick" else 5
     results_dir = results_dir or os.path.join(ROOT, "results")
     build_dir = os.path.abspath(build_dir)
     plan = Plan(mode, runs, ncpus(), only, sweeps)
@@ -1150,9 +1159,12 @@ def main():
     ap = argparse.ArgumentParser(description="The papers' applications (issue #5) in the papers' run matrix.")
     ap.add_argument("--build", required=True, help="the CMake build directory (with bench/apps built)")
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--quick", action="store_true", help="a few work sizes, 5 runs per point (make bench; the default)")
-    g.add_argument("--full", action="store_true", help="the papers' work sizes 100 .. 1,000,000, 5 runs per point")
-    ap.add_argument("--runs", type=int, help="runs per point (default 5)")
+    g.add_argument("--quick", action="store_true",
+                   help="smoke run: work 100 and 1,000,000 only, 3 runs per point; figures indicative only")
+    g.add_argument("--full", action="store_true",
+                   help="the papers' work sizes 100 .. 1,000,000 (make bench FULL=1); without --quick or "
+                        "--full: the default sizes (make bench)")
+    ap.add_argument("--runs", type=int, help="runs per point (default 5; 3 with --quick)")
     ap.add_argument("--results", help="where to write the reports (default: results/ at the repository root)")
     ap.add_argument("--only", help="comma-separated applications: dp,pc,rw,ji,mm,tsp")
     ap.add_argument("--no-sweeps", action="store_true", help="leave out section 4.3's switch-count and quantum sweeps")
@@ -1169,7 +1181,8 @@ def main():
     if not os.path.isdir(a.build):
         ap.error(f"{a.build} is not a directory")
     try:
-        ok, md = run(a.build, quick=not a.full, runs=a.runs, results_dir=a.results, only=only,
+        mode = "quick" if a.quick else "full" if a.full else "default"
+        ok, md = run(a.build, mode=mode, runs=a.runs, results_dir=a.results, only=only,
                      sweeps=not a.no_sweeps, json_path=a.json)
     except KeyboardInterrupt:
         print("\napps_suite.py: interrupted", file=sys.stderr)

@@ -39,6 +39,10 @@ import time
 import apps_suite                      # the papers' figures (PAPER, EUROPAR_T1) and names
 from suite_common import REPO, fmt_time, machine_info, md_table, write_json, times_path
 
+# The size modes, in the words of scripts/bench.sh and every suite (--quick / none / --full).
+SIZE_WORDS = {"quick": "quick (a smoke run by hand: smaller counts, fewer runs; indicative only)",
+              "default": "default (`make bench`)",
+              "full": "full (`make bench FULL=1`: the papers' sizes)"}
 MIN_RUNS = 5             # every plotted figure should be a median of at least this many runs
 PEER_FAMILY_NAMES = {"pthread": "POSIX threads", "go": "Go goroutines", "pth": "GNU Pth",
                      "boost": "Boost.Context / Boost.Fiber", "ursa": "ursa"}
@@ -768,7 +772,11 @@ def build_report(a, micro, models, apps, errors, plots, plots_why, t0):
              f"{now.strftime('%Y-%m-%d %H:%M UTC')}" + (f"; wall time **{fmt_time(total)}**" if total else "")
              + (" (" + ", ".join(f"{k} {fmt_time(v)}" for k, v in phases.items()) + f", report {fmt_time(time.time() - t0)})"
                 if phases else ""))
-    sizes = "the papers' sizes (FULL=1)" if a.mode == "full" else "quick sizes (the default)"
+    sizes = SIZE_WORDS.get(a.mode, a.mode)
+    other = [f"{k} {d.get('mode')}" for k, d in (("micro", micro.doc), ("models", models), ("apps", apps.doc))
+             if d and d.get("mode") and d.get("mode") != a.mode]
+    if other:           # a report rebuilt from suites run by hand at other sizes: say which
+        sizes += f" (**but** {', '.join(other)})"
     L.append(f"- **sizes**: {sizes}; "
              f"runs per figure: micro {micro.doc.get('runs', '-')}, SMP {micro.smp.get('runs', '-')}, "
              f"models {models.get('runs', '-')}, apps {apps.doc.get('runs', '-')} (each after its warm-up where the suite makes one)")
@@ -894,7 +902,8 @@ def main():
     ap.add_argument("--models", help="the JSON of bench/models_suite.py")
     ap.add_argument("--apps", help="the JSON of bench/apps_suite.py")
     ap.add_argument("--run", default="", help="the run's id (make bench's UTC stamp)")
-    ap.add_argument("--mode", default="default", choices=("default", "full"))
+    ap.add_argument("--mode", default="default", choices=("quick", "default", "full"),
+                    help="the sizes the suites ran at (make bench: default; FULL=1: full)")
     ap.add_argument("--command", default="make bench", help="the command the report says was run")
     ap.add_argument("--started", type=float, default=None, help="the epoch second the run started")
     ap.add_argument("--status", default="", help="the suites' exit statuses: micro=0,models=0,apps=0")

@@ -694,14 +694,15 @@ def boost_version(config):
         return None
 
 
-def smp_mode(args):
-    """The SMP section's sizes: quick (--quick), full (--full or FULL in the environment, as
-    `make bench FULL=1` sets it) or normal (`make bench`)."""
+def size_mode(args):
+    """The sizes of this run, in the words every suite and scripts/bench.sh use: quick (--quick, a
+    smoke run), full (--full or FULL in the environment, as `make bench FULL=1` sets it) or
+    default (`make bench`)."""
     if args.quick:
         return "quick"
     if args.full or os.environ.get("FULL", "") not in ("", "0"):
         return "full"
-    return "normal"
+    return "default"
 
 
 def main():
@@ -751,7 +752,7 @@ def main():
               file=sys.stderr)
 
     stamp = datetime.datetime.now(datetime.timezone.utc)
-    mode = "quick" if args.quick else "full"
+    mode = size_mode(args)
     run_micro, run_smp = not args.smp_only, not args.no_smp
     env = {k: v for k, v in os.environ.items() if not k.startswith("URSA_")}   # library defaults
     load_start, busy_start = os.getloadavg(), cpu_busy()
@@ -761,14 +762,14 @@ def main():
     entries, plan = plan_suite(args, build_bench, config) if run_micro else ([], [])
     smp_jobs, smp_settings, smp_plan = [], None, []
     if run_smp:
-        smp_jobs, smp_settings = smp_suite.plan(smp_mode(args), args.runs)
+        smp_jobs, smp_settings = smp_suite.plan(mode, args.runs)
         smp_plan = [(job, None, job.est + 0.01, args.runs + 1) for job in smp_jobs]
         if smp_settings["vps"] < 2:
             print(f"run.py: warning: this process may use {smp_settings['vps']} CPU: the SMP section "
                   f"runs every figure on 1 VP and its checks mean nothing", file=sys.stderr)
     what = " + ".join(x for x, on in (("micro-benchmarks", run_micro),
-                                       (f"SMP section ({smp_mode(args)})", run_smp)) if on)
-    print(f"ursa {what}: 1 warm-up + {args.runs} runs each, build {build}", file=sys.stderr)
+                                       ("SMP section", run_smp)) if on)
+    print(f"ursa {what}: {mode} sizes, 1 warm-up + {args.runs} runs each, build {build}", file=sys.stderr)
     progress = Progress(plan + smp_plan)
     smp_entries, smp_vpstats = [], []
     try:
@@ -790,7 +791,7 @@ def main():
     rows, trows = table_rows(entries), target_rows(targets)
     crows_peer = comparison_rows(comparisons)
     print()
-    print(f"ursa benchmarks: {mode} run, medians of {args.runs} runs (after 1 warm-up), "
+    print(f"ursa benchmarks: {mode} sizes, medians of {args.runs} runs (after 1 warm-up), "
           f"wall time {fmt_time(wall)}; CPUs {fmt_busy(busy_start)} busy before, {fmt_busy(busy_end)} after")
     if run_micro:
         print(text_table(TABLE_HEAD, rows))
@@ -859,7 +860,7 @@ def main():
     g = report["git"]
     md = [f"# ursa micro-benchmarks ({report['timestamp_utc']})\n",
           f"- command: `{report['command']}`",
-          f"- mode: {mode}, 1 warm-up + {args.runs} timed runs per benchmark "
+          f"- sizes: {mode}, 1 warm-up + {args.runs} timed runs per benchmark "
           f"(1M-thread RSS: at most {RSS_1M_MAX_RUNS}), wall time {fmt_time(wall)}",
           f"- machine: {machine['cpu_model']}, {machine['nproc']} CPUs, kernel {machine['kernel']}; "
           f"CPUs {fmt_busy(busy_start)} busy before the run, {fmt_busy(busy_end)} after",

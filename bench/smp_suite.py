@@ -13,10 +13,10 @@ also prints VPSTAT lines (bench/smp_common.h).  Every (bench, impl) pair is a ro
 Sizes.  N = the CPUs this process may use (ursa's default VP count).
     mode     radices          runs         ring passes / ping-pong yields   groups chunks
     quick    2^1, 2^8         --runs (3)   1M / 1M                          100
-    normal   2^1 2^4 2^8 2^10 --runs (5)   5M / 2M                          200
+    default  2^1 2^4 2^8 2^10 --runs (5)   5M / 2M                          200
     full     2^1 .. 2^10      --runs       10M / 5M                         200
-"normal" is `make bench`; "full" is `make bench FULL=1` (run.py --full, or FULL set in the
-environment); "quick" is run.py --quick.
+"default" is `make bench`; "full" is `make bench FULL=1` (run.py --full, or FULL set in the
+environment); "quick" is run.py --quick (the same words as every suite and scripts/bench.sh).
 """
 
 import os
@@ -64,10 +64,10 @@ def radix_passes(r):
 
 
 def plan(mode, runs):
-    """(jobs, settings) for a mode: quick, normal or full."""
+    """(jobs, settings) for a mode: quick, default or full."""
     n = ncpus()
-    radices = {"quick": [1, 8], "normal": [1, 4, 8, 10], "full": list(range(1, 11))}[mode]
-    passes, yields = {"quick": (1_000_000, 1_000_000), "normal": (5_000_000, 2_000_000),
+    radices = {"quick": [1, 8], "default": [1, 4, 8, 10], "full": list(range(1, 11))}[mode]
+    passes, yields = {"quick": (1_000_000, 1_000_000), "default": (5_000_000, 2_000_000),
                       "full": (10_000_000, 5_000_000)}[mode]
     chunks = 100 if mode == "quick" else 200
     rlist = ",".join(str(r) for r in radices)

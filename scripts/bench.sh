@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # scripts/bench.sh - what `make bench` runs (FULL=1 in the environment: the papers' sizes).
 #
+# Sizes: one word for the whole run, the same in every suite and in the report: "default" (make
+# bench: no size flag to the suites) or "full" (FULL=1: --full to every suite).  The suites'
+# third size, "quick" (--quick), is a smoke run by hand that make bench never uses.
+#
 # Five phases, each announced as "== make bench [k/5] ... ==" with the time elapsed and left; the
 # suites show their own progress.  Every suite's JSON is named after this run (its UTC start), so
 # that bench/report.py combines exactly this run's files into results/REPORT.md and
@@ -45,7 +49,7 @@ else suite models python3 bench/models_suite.py --build build-release --json "re
 
 phase 4 "the papers' applications in every model (bench/apps_suite.py)"
 if [ "$mode" = full ]; then suite apps python3 bench/apps_suite.py --build build-release --json "results/apps-$run.json" --full
-else suite apps python3 bench/apps_suite.py --build build-release --json "results/apps-$run.json" --quick; fi
+else suite apps python3 bench/apps_suite.py --build build-release --json "results/apps-$run.json"; fi
 
 phase 5 "report (bench/report.py)"
 py=python3
