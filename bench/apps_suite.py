@@ -1150,7 +1150,7 @@ def run(build_dir, mode="default", runs=None, results_dir=None, only=None, sweep
     write_json(json_path, doc)
     with open(os.path.join(results_dir, "apps-latest.md"), "w") as f:
         f.write(md)
-    progress.note(f"apps: {'OK' if ok else 'FAILED'} in {(t_end - t_start).total_seconds():.0f} s; wrote "
+    progress.note(f"apps: {'every run verified' if ok else 'FAILED'} in {(t_end - t_start).total_seconds():.0f} s; wrote "
                   f"{os.path.relpath(json_path)} and apps-latest.md")
     return ok, md
 

@@ -185,14 +185,16 @@ def run(build_dir, mode="default", runs=None, results_dir=None, progress=sys.std
     checks = []
 
     def check(name, target, value, ok):
-        checks.append({"check": name, "target": target, "value": value, "ok": ok})
+        """ok: True (met), False (missed) or None (reported only: no goal)."""
+        status = "reported" if ok is None else "met" if ok else "missed"
+        checks.append({"check": name, "target": target, "value": value, "ok": ok, "status": status})
 
     cm1, ts1, ic1 = (med("simple_loop", "%s-1vp" % m) for m in ("cm", "cp-ts", "cp-ic"))
     if cm1 and ts1:
         d = abs(ts1 / cm1 - 1) * 100
         check("simple loop: cp-ts vs cm, 1 VP", "within 3%", "%.1f%%" % d, d <= 3)
     if cm1 and ic1:
-        check("simple loop: cp-ic overhead, 1 VP (reported)", "-", "%.2fx cm" % (ic1 / cm1), True)
+        check("simple loop: cp-ic time / cm time, 1 VP", "no goal (paper: %.1fx)" % (PAPER[("simple_loop", 1)]["cp-ic"] / PAPER[("simple_loop", 1)]["cm"]), "%.2fx" % (ic1 / cm1), None)
     if nvps > 1 and cm1:
         for m in ("pcm", "cp-ts"):
             v = med("simple_loop", "%s-%dvp" % (m, nvps))
@@ -205,12 +207,13 @@ def run(build_dir, mode="default", runs=None, results_dir=None, progress=sys.std
             check("ursa_tick cost under %s" % m, "<= 1 ns", "%.3f ns" % v, v <= 1.0)
     v = med("tick_cost", "cp-ic")
     if v is not None:
-        check("ursa_tick cost under cp-ic (reported)", "-", "%.2f ns" % v, True)
-    md.append("\n**Acceptance (issue #4)**\n")
-    md.append("| check | target | measured | |")
+        check("ursa_tick cost under cp-ic", "no goal", "%.2f ns" % v, None)
+    md.append("\n**Acceptance (issue #4)**: met or missed is a result, not a failure of the run; "
+              "\"reported\" rows have no goal.\n")
+    md.append("| check | target | measured | result |")
     md.append("|---|---|---|---|")
     for c in checks:
-        md.append("| %s | %s | %s | %s |" % (c["check"], c["target"], c["value"], "ok" if c["ok"] else "MISSED"))
+        md.append("| %s | %s | %s | %s |" % (c["check"], c["target"], c["value"], c["status"]))
     if failures:
         md.append("\n**Failed runs**\n")
         md.extend("- " + f for f in failures)
@@ -236,7 +239,7 @@ def run(build_dir, mode="default", runs=None, results_dir=None, progress=sys.std
         with open(os.path.join(rd, "models-latest.md"), "w") as f:
             f.write(text)
         progress.write("models: %s in %s; wrote %s and models-latest.md\n" % (
-            "OK" if not failures else "FAILED (%d runs)" % len(failures), fmt_time(data["seconds"]),
+            "every run verified" if not failures else "FAILED (%d runs)" % len(failures), fmt_time(data["seconds"]),
             os.path.relpath(json_path)))
     return not failures, text, data
 

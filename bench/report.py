@@ -2,7 +2,7 @@
 """report.py - the report of one `make bench` run: results/REPORT.md and PNG plots in results/plots/.
 
     .venv/bin/python bench/report.py --micro results/micro-<RUN>.json --models results/models-<RUN>.json
-        --apps results/apps-<RUN>.json [--run RUN] [--mode default|full] [--command "make bench"]
+        --apps results/apps-<RUN>.json [--run RUN] [--mode quick|default|full] [--command "make bench"]
         [--started EPOCH] [--status micro=0,models=0,apps=0] [--phase-times setup+build=9,micro=250,...]
         [--build build-release] [--out results/REPORT.md] [--plots results/plots] [--results results]
         [--no-plots]
@@ -24,8 +24,15 @@ still written and says "plots missing: <reason>".  When every suite succeeded an
 given it also records the phases' durations in <results>/.bench-times-<mode>.json, from which the
 next `make bench` estimates its time left.  On stdout: where REPORT.md and the plots are.
 
-Exit status: 0 when REPORT.md was written (whatever the suites' outcome: the Makefile turns their
-statuses into its own), 1 when it could not be written, 2 on a usage error.
+On stdout, last, the run's summary (the closing lines of make bench): "answers: every answer
+verified (...)" or "answers: NOT all verified" with each failure (a suite's non-zero exit status,
+a missing JSON file, a failed or wrong run, a model other than the label, answers that differ);
+then "targets missed: k of n" and "findings that do not hold: k of n", each with its list: those
+two are results, never failures.  REPORT.md's header says the same.
+
+Exit status: 0 when REPORT.md was written and every answer was verified; 3 when it was written but
+something failed verification (make bench then exits 1); 1 when it could not be written; 2 on a
+usage error.
 """
 
 import argparse
@@ -186,13 +193,169 @@ def radix_finding(micro):
     return cond, nums
 
 
+def goal_met(value, op, target):
+    return {"<=": value <= target, "<": value < target, ">=": value >= target, ">": value > target}[op]
+
+
 def distribution_finding(micro):
+    """The rotator distributes a fork faster than LB2: held to the SMP suite's own goal for the
+    same ratio (rotator / lb2 <= 0.5), not merely below 1."""
     for c in micro.smp.get("checks") or []:
         if c["name"].startswith("distribution cost"):
             if c["value"] is None:
                 return None, c.get("reason") or "not measured"
-            return c["value"] < 1.0, f"rotator / lb2 = {c['value']:.2f} ({c.get('detail') or ''}); the suite's own goal (<= 0.5): {c['status']}"
+            return (goal_met(c["value"], c["op"], c["target"]),
+                    f"rotator / lb2 = {c['value']:.2f}, goal (the SMP suite's) {c['op']} {c['target']} "
+                    f"({c.get('detail') or ''})")
     return None, "not measured"
+
+
+def status_word(status):
+    """A target's or check's result: met, missed, n/a (older JSON files said PASS and FAIL)."""
+    return {"PASS": "met", "FAIL": "missed"}.get(status, status)
+
+
+def model_check_status(c):
+    if c.get("status"):
+        return c["status"]
+    if "(reported)" in c.get("check", ""):          # an older JSON: no goal, shown as "ok"
+        return "reported"
+    return "met" if c.get("ok") else "missed"
+
+
+def short_finding(text, n=110):
+    """A finding's claim without the papers' figures: parenthesized parts naming a paper go."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            if depth == 0:
+                out.append(text[start:i])
+                start = i
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+            if depth == 0:
+                part = text[start:i + 1]
+                if not re.search(r"paper|Keen|Ishihara|Lesser", part):
+                    out.append(part)
+                start = i + 1
+    out.append(text[start:])
+    return short(re.sub(r" +([,.;])", r"\1", " ".join("".join(out).split())), n)
+
+
+def summary(a, micro, models, apps, errors):
+    """What the run verified and what it found, for the closing lines of make bench and the top of
+    REPORT.md: {"failed": [what failed verification], "verified": [what was checked],
+    "missed": [target lines], "targets": n, "not_measured": n, "not_hold": [finding lines],
+    "findings": n, "findings_na": n}.  A failure of verification (a run that failed, answered
+    wrong, ran another model than its label, or a suite that failed or wrote nothing) makes
+    make bench's exit status 1; a missed target or a finding that does not hold is a result."""
+    status = parse_pairs(a.status, int)
+    out = {"failed": [], "verified": [], "missed": [], "targets": 0, "not_measured": 0,
+           "not_hold": [], "findings": 0, "findings_na": 0}
+    given = {"micro": a.micro, "models": a.models, "apps": a.apps}
+    for k in ("micro", "models", "apps"):
+        if status.get(k, 0) == 130:
+            out["failed"].append(f"{k}: interrupted")
+        elif status.get(k, 0) != 0:
+            out["failed"].append(f"{k}: exit status {status[k]} (its lines above say why)")
+        if given[k] and errors.get(k):
+            out["failed"].append(f"{k}: {errors[k]}")
+    # micro and SMP
+    if micro.doc:
+        for label, entries in (("micro", micro.entries.values()), ("SMP", micro.smp_entries.values())):
+            ok = [e for e in entries if e.get("status") == "ok"]
+            for e in entries:
+                if e.get("status") == "failed":
+                    out["failed"].append(f"{label}: {e['bench']} ({e['impl']}): {e.get('reason')}")
+            if entries:
+                out["verified"].append(f"{label} {len(ok)} figures")
+        for t in micro.doc.get("targets") or []:
+            out["targets"] += 1
+            st = status_word(t["status"])
+            if st == "missed":
+                out["missed"].append(f"micro: {t['name']} = {fnum(t['value'])} (goal {t['op']} {t['target']})")
+            elif st != "met":
+                out["not_measured"] += 1
+        for c in micro.smp.get("checks") or []:
+            out["targets"] += 1
+            st = status_word(c["status"])
+            if st == "missed":
+                out["missed"].append(f"SMP: {c['name']} = {fnum(c['value'])} (goal {c['op']} {c['target']})")
+            elif st != "met":
+                out["not_measured"] += 1
+    # models
+    if models:
+        runs = sum(len(x.get("values") or []) for x in models.get("samples") or [])
+        out["verified"].append(f"models {runs:,} runs")
+        for f in models.get("failures") or []:
+            out["failed"].append(f"models: {f}")
+        for c in models.get("checks") or []:
+            st = model_check_status(c)
+            if st == "reported":
+                continue
+            out["targets"] += 1
+            if st == "missed":
+                out["missed"].append(f"models: {c['check']} = {c['value']} (goal {c['target']})")
+    # apps
+    if apps.doc:
+        pts = apps.doc.get("points") or []
+        runs = sum(len(p.get("samples") or []) for p in pts)
+        out["verified"].append(f"apps {runs:,} runs of {len(pts)} points")
+        for p in pts:
+            # "refused": ursa_init refused the model where the suite allows it (a TSan build or a
+            # static executable); where the model must run, the suite records the point as failed
+            if p.get("status") not in ("ok", "refused"):
+                out["failed"].append(f"apps: {p['status']}: {p['app']} {p['impl']} {p['vps']} VP {p['row']}"
+                                     + (f" {p['sweep'][0]}={p['sweep'][1]}" if p.get("sweep") else "")
+                                     + f": {p.get('reason')}")
+        for pr in apps.doc.get("cross_check_problems") or []:
+            out["failed"].append(f"apps: answers differ: {pr}")
+        for c in apps.doc.get("table_xxii") or []:
+            if c.get("status") not in ("ok", "refused"):
+                out["failed"].append(f"apps: Table XXII: dp --style {c['style']} under {c['model']} "
+                                     f"({c['vps']} VP): {c['status']}")
+        for f in apps.findings:
+            out["findings"] += 1
+            if f["holds"] is None:
+                out["findings_na"] += 1
+            elif not f["holds"]:
+                out["not_hold"].append(f"apps: {short_finding(f['text'])}")
+    if micro.smp:
+        for name, (cond, _) in (("the rotator distributes a fork faster than LB2 (Lesser Bear Table 2)",
+                                 distribution_finding(micro)),
+                                ("user-level fork-join beats kernel threads, most at small radix (Lesser Bear "
+                                 "Figures 9, 10)", radix_finding(micro))):
+            out["findings"] += 1
+            if cond is None:
+                out["findings_na"] += 1
+            elif not cond:
+                out["not_hold"].append(f"SMP: {name}")
+    return out
+
+
+def summary_lines(sm, limit=None):
+    """The closing lines of make bench (plain text): answers, targets missed, findings that do
+    not hold; each list in full unless limit."""
+    L = []
+    if sm["failed"]:
+        L.append(f"answers: NOT all verified: {len(sm['failed'])} failure(s) (exit status 1):")
+        L += [f"  {x}" for x in sm["failed"][:limit]]
+        if limit and len(sm["failed"]) > limit:
+            L.append(f"  ... and {len(sm['failed']) - limit} more (results/REPORT.md)")
+    else:
+        L.append("answers: every answer verified (" + ", ".join(sm["verified"]) + ")")
+    met = sm["targets"] - len(sm["missed"]) - sm["not_measured"]
+    L.append(f"targets missed: {len(sm['missed'])} of {sm['targets']}"
+             + (f" ({met} met" + (f", {sm['not_measured']} not measured" if sm["not_measured"] else "") + ")")
+             + (": a result, not a failure" if sm["missed"] else ""))
+    L += [f"  {x}" for x in sm["missed"][:limit]]
+    held = sm["findings"] - len(sm["not_hold"]) - sm["findings_na"]
+    L.append(f"findings that do not hold: {len(sm['not_hold'])} of {sm['findings']} ({held} hold"
+             + (f", {sm['findings_na']} not measured" if sm["findings_na"] else "") + ")"
+             + (": a result, not a failure" if sm["not_hold"] else ""))
+    L += [f"  {x}" for x in sm["not_hold"][:limit]]
+    return L
 
 
 def acceptance_rows(micro, apps):
@@ -519,11 +682,12 @@ def peer_panels(micro):
          [("create-join", "pth", "GNU Pth"), ("create-join", "boost-fiber", "Boost.Context fibers"),
           ("create-join", "boost-fibers", "Boost.Fiber fiber + join")]),
         ("Memory per blocked thread (KiB of RSS)",
-         [("rss-blocked-100k", "ursa", "ursa, 100k threads"), ("rss-blocked-1M", "ursa", "ursa, 1M threads"),
-          ("rss-blocked-10k", "pthread", "POSIX threads, 10k")] +
+         [("rss-blocked-1M", "ursa", "ursa, 1M threads"), ("rss-blocked-100k", "ursa", "ursa, 100k threads")] +
          [("rss-blocked-100k", g, f"Go, 100k, GOMAXPROCS={g[2:]}") for g in gos] +
-         [("rss-blocked-2k", "pth", "GNU Pth, 2k"), ("rss-blocked-100k", "boost-fiber", "Boost.Context fibers, 100k"),
-          ("rss-blocked-100k", "boost-fibers", "Boost.Fiber, 100k")]),
+         [("rss-blocked-100k", "boost-fiber", "Boost.Context fibers, 100k"),
+          ("rss-blocked-100k", "boost-fibers", "Boost.Fiber, 100k"),
+          ("rss-blocked-10k", "ursa", "ursa, 10k threads", "optional"), ("rss-blocked-10k", "pthread", "POSIX threads, 10k"),
+          ("rss-blocked-2k", "ursa", "ursa, 2k threads", "optional"), ("rss-blocked-2k", "pth", "GNU Pth, 2k")]),
     ]
 
 
@@ -750,7 +914,7 @@ def short_runs(micro, models, apps):
     return out
 
 
-def build_report(a, micro, models, apps, errors, plots, plots_why, t0):
+def build_report(a, micro, models, apps, errors, plots, plots_why, t0, sm):
     n = max(micro.vps, apps.n)
     now = datetime.datetime.now(datetime.timezone.utc)
     started = (datetime.datetime.fromtimestamp(a.started, datetime.timezone.utc) if a.started else None)
@@ -765,7 +929,6 @@ def build_report(a, micro, models, apps, errors, plots, plots_why, t0):
     suites = [("micro", "micro-benchmarks, peers and SMP (bench/run.py)", a.micro),
               ("models", "execution models (bench/models_suite.py)", a.models),
               ("apps", "the papers' applications (bench/apps_suite.py)", a.apps)]
-    bad = [k for k, _, _ in suites if status.get(k, 0) != 0 or errors.get(k)]
     total = sum(phases.values()) + (time.time() - t0) if phases else None
     L.append(f"- **command**: `{a.command}`" + (f" (run `{a.run}`)" if a.run else ""))
     L.append(f"- **date**: started {started.strftime('%Y-%m-%d %H:%M UTC') if started else '?'}, report written "
@@ -780,12 +943,14 @@ def build_report(a, micro, models, apps, errors, plots, plots_why, t0):
     L.append(f"- **sizes**: {sizes}; "
              f"runs per figure: micro {micro.doc.get('runs', '-')}, SMP {micro.smp.get('runs', '-')}, "
              f"models {models.get('runs', '-')}, apps {apps.doc.get('runs', '-')} (each after its warm-up where the suite makes one)")
-    outcome = ("every run answered correctly" if not bad else
-               "**FAILED**: " + "; ".join(f"{k}: " + "; ".join(x for x in (
-                   f"exit status {status[k]}" if status.get(k, 0) != 0 else None, errors.get(k)) if x)
-                   for k in bad))
-    L.append(f"- **outcome**: {outcome}.  A missed performance target or a finding that does not hold is a result, "
-             f"not a failure.")
+    if sm["failed"]:
+        L.append(f"- **answers: NOT all verified** ({len(sm['failed'])} failures, listed under \"Failures\" "
+                 f"below; make bench's exit status 1)")
+    else:
+        L.append("- **answers**: every answer verified (" + ", ".join(sm["verified"]) + ")")
+    L.append(f"- **targets missed**: {len(sm['missed'])} of {sm['targets']}; **findings that do not hold**: "
+             f"{len(sm['not_hold'])} of {sm['findings']} (both are results, not failures of the run; each is "
+             f"listed below with its numbers)")
     if git.get("commit"):
         L.append(f"- **git**: {git['commit']}" + (" (uncommitted changes in the tree)" if git.get("dirty") else ""))
     L.append("- **raw data**: " + ", ".join(f"`{os.path.relpath(p, REPO)}`" for _, _, p in suites if p)
@@ -795,6 +960,12 @@ def build_report(a, micro, models, apps, errors, plots, plots_why, t0):
         L.append(f"- **fewer than {MIN_RUNS} runs**: {len(short)} figures ({', '.join(short[:8])}"
                  + (", ..." if len(short) > 8 else "") + ")")
     L.append("")
+    if sm["failed"]:
+        L.append("## Failures\n")
+        L.append("What failed verification (a run that failed or answered wrong, a model other than its label, "
+                 "a suite that failed):\n")
+        L += [f"- {x}" for x in sm["failed"]]
+        L.append("")
     L.append("## Machine\n")
     mem = mach.get("mem_total_kib")
     rows = [["CPU", f"{mach.get('cpu_model') or '?'}, {mach.get('nproc')} CPUs ({mach.get('nproc_available')} usable "
@@ -831,17 +1002,17 @@ def build_report(a, micro, models, apps, errors, plots, plots_why, t0):
         L.append("\nThe SMP suite's checks (issue #3, after Lesser Bear section 4):\n")
         for c in micro.smp["checks"]:
             v = "-" if c["value"] is None else f"{c['value']:.2f}"
-            L.append(f"- {c['status']}: {c['name']} = {v} (goal {c['op']} {c['target']})"
+            L.append(f"- {status_word(c['status'])}: {c['name']} = {v} (goal {c['op']} {c['target']})"
                      + (f" — {c['detail']}" if c.get("detail") else "") + (f" — {c['reason']}" if c.get("reason") else ""))
     if models.get("checks"):
         L.append("\nThe execution-model checks (issue #4, Keen et al. 3.2):\n")
         for c in models["checks"]:
-            L.append(f"- {'ok' if c['ok'] else 'MISSED'}: {c['check']}: {c['value']} (target {c['target']})")
+            L.append(f"- {model_check_status(c)}: {c['check']}: {c['value']} (target {c['target']})")
     if micro.doc.get("targets"):
         L.append("\nThe core's targets (issue #2):\n")
         for t in micro.doc["targets"]:
             v = "-" if t["value"] is None else fnum(t["value"])
-            L.append(f"- {t['status']}: {t['name']} = {v} (goal {t['op']} {t['target']})"
+            L.append(f"- {status_word(t['status'])}: {t['name']} = {v} (goal {t['op']} {t['target']})"
                      + (f" — {t['reason']}" if t.get("reason") else ""))
 
     L.append("\n## Plots\n")
@@ -928,7 +1099,8 @@ def main():
     else:
         print("report: plotting ...", file=sys.stderr, flush=True)
         plots, why = make_plots(micro, apps, a.plots)
-    text = build_report(a, micro, models, apps, errors, plots, why, t0)
+    sm = summary(a, micro, models, apps, errors)
+    text = build_report(a, micro, models, apps, errors, plots, why, t0, sm)
     try:
         os.makedirs(os.path.dirname(a.out), exist_ok=True)
         with open(a.out + ".tmp", "w") as f:
@@ -951,7 +1123,10 @@ def main():
     for fname, title, _, miss in plots:
         if not fname:
             print(f"plot missing: {title}: {'; '.join(miss)}")
-    return 0
+    print()
+    print(f"== summary" + (f" of run {a.run}" if a.run else "") + f" ({a.mode} sizes) ==")
+    print("\n".join(summary_lines(sm)))
+    return 3 if sm["failed"] else 0
 
 
 if __name__ == "__main__":

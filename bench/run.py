@@ -204,6 +204,12 @@ SUITE = [
                (0.45, 0.5), args=("create",)) for p in GO_PROCS],
     Bench("create-join", "pth", "pth_create_join", "ns/op", 100_000, 10_000, 0.8,
           "pth_spawn + pth_join, 16 KiB stack"),
+    # ursa at every count a peer is measured at (Pth 2k, POSIX threads 10k, the others 100k), so
+    # that memory per thread is compared at a common count
+    Bench("rss-blocked-K", "ursa", "ursa_rss_blocked", "KiB/thread", 2_000, 2_000, 0.05,
+          "blocked on a semaphore, 64 KiB stacks"),
+    Bench("rss-blocked-K", "ursa", "ursa_rss_blocked", "KiB/thread", 10_000, 10_000, 0.1,
+          "blocked on a semaphore, 64 KiB stacks"),
     Bench("rss-blocked-K", "ursa", "ursa_rss_blocked", "KiB/thread", 100_000, 100_000, 0.9,
           "blocked on a semaphore, 64 KiB stacks"),
     Bench("rss-blocked-K", "ursa", "ursa_rss_blocked", "KiB/thread", 1_000_000, 1_000_000, 12.0,
@@ -249,8 +255,8 @@ SUITE = [
 TARGETS = [
     ("ursa yield ping-pong / Boost.Context raw switch",
      ("yield-pingpong", "ursa"), ("raw-switch", "boost-fcontext"), "<=", 1.5),
-    ("pthread sem ping-pong / ursa yield ping-pong",
-     ("sem-pingpong", "pthread"), ("yield-pingpong", "ursa"), ">=", 200),
+    ("pthread sem ping-pong / ursa sem ping-pong",       # the same blocking hand-off, both sides
+     ("sem-pingpong", "pthread"), ("sem-pingpong", "ursa"), ">=", 200),
     ("ursa sem ring, ns/pass",
      ("ring-sem", "ursa"), None, "<=", 12),
     ("ursa named-yield ring / Boost.Context fiber ring",
@@ -273,7 +279,7 @@ TARGETS = [
 
 # "ursa against the best peer": per benchmark, ursa's entry and its peers' (bench, impl); every
 # figure is lower-is-better, so the best peer is the one with the lowest median.  The RSS peers run
-# at different thread counts (a figure per thread).  raw-switch is not a scheduler, so it is not a
+# at different thread counts, so memory has a row per count, each with ursa at that count.  raw-switch is not a scheduler, so it is not a
 # peer of the yield ping-pong (the acceptance targets compare them).
 def go_impls(bench):
     return [(bench, f"go{p}") for p in GO_PROCS]
@@ -291,9 +297,11 @@ COMPARISONS = [
     ("create + join", ("create-join", "ursa"),
      [("create-join", "boost-fiber"), ("create-join", "boost-fibers"), ("create-join", "pthread"), *go_impls("create-join"),
       ("create-join", "pth")]),
-    ("memory per blocked thread", ("rss-blocked-100k", "ursa"),
-     [("rss-blocked-100k", "boost-fiber"), ("rss-blocked-100k", "boost-fibers"), ("rss-blocked-10k", "pthread"),
-      *go_impls("rss-blocked-100k"), ("rss-blocked-2k", "pth")]),
+    # memory per thread at a common count: ursa is measured at each peer's
+    ("memory per blocked thread, 100k threads", ("rss-blocked-100k", "ursa"),
+     [("rss-blocked-100k", "boost-fiber"), ("rss-blocked-100k", "boost-fibers"), *go_impls("rss-blocked-100k")]),
+    ("memory per blocked thread, 10k threads", ("rss-blocked-10k", "ursa"), [("rss-blocked-10k", "pthread")]),
+    ("memory per blocked thread, 2k threads", ("rss-blocked-2k", "ursa"), [("rss-blocked-2k", "pth")]),
     # ursa-1vp, ursa-<N>vp and pthread: the SMP section's figures (see RADIX_R)
     (f"radix sort 2^{RADIX_R}, one CPU", (f"radix-2^{RADIX_R}", "ursa-1vp"),
      [(f"radix-2^{RADIX_R}", "go1"), (f"radix-2^{RADIX_R}", "boost-fiber"), (f"radix-2^{RADIX_R}", "boost-fibers"),
@@ -564,7 +572,7 @@ def evaluate_targets(entries):
                 v = v / by_key[den]["median"]
             r["value"] = v
             ok = v <= target if op == "<=" else v >= target
-            r["status"] = "PASS" if ok else "FAIL"
+            r["status"] = "met" if ok else "missed"     # a result, not a failure of the run
         out.append(r)
     return out
 

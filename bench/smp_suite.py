@@ -3,7 +3,7 @@
 Imported by run.py (Python 3 standard library only); not a program of its own.  It plans the
 runs of the SMP programs (smp_distribution, radix_sort, smp_ring, smp_groups), runs them through
 run.py's runner and progress line, checks every run, and builds the section's tables: medians
-with min-max, the acceptance checks of issue #3 (a report: a FAIL never stops the run), and the
+with min-max, the acceptance checks of issue #3 (a report: a "missed" goal never fails the run), and the
 per-VP idle table of the radix sort (Lesser Bear's Table 3).
 
 Unlike the micro-benchmarks, one run of an SMP program prints several RESULT lines (radix_sort:
@@ -290,7 +290,7 @@ def checks(entries, settings):
         if r["status"] is None:
             v = r["value"]
             ok = {"<=": v <= target, "<": v < target, ">=": v >= target}[op]
-            r["status"] = "PASS" if ok else "FAIL"
+            r["status"] = "met" if ok else "missed"     # a result, not a failure of the run
         out.append(r)
 
     radices = settings["radices"]
