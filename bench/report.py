@@ -129,6 +129,8 @@ class Apps:
         self.doc = doc or {}
         self.points = {}
         for p in self.doc.get("points") or []:
+            if p.get("probe"):          # the cp-ts probes: a check, in no table or plot
+                continue
             app = "pc2" if p["app"] == "pc" and "--producers" in p["args"] else p["app"]
             sweep = tuple(p["sweep"]) if p.get("sweep") else None
             self.points[(app, p["impl"], p["vps"], p["row"], sweep)] = p
