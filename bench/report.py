@@ -38,6 +38,7 @@ usage error.
 import argparse
 import datetime
 import json
+import math
 import os
 import re
 import sys
@@ -488,16 +489,36 @@ def short(text, n=70):
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
-def ratio_axis(ax):
-    """A log axis for ratios in %, 100% marked, ticks at round figures."""
-    ax.axhline(100, color="black", linewidth=0.6)
+def log_axis(ax, values, one=1.0, label=lambda t: f"{t:g}x"):
+    """A log y axis around `one` (marked), limited to the plotted medians and papers' figures
+    (values) with a margin, so that a long error bar cannot squash the panel: bars reaching past
+    the limits are cut at its edge.  Round ticks outward from `one`, each at least 1/9 of the axis
+    (in log) from the last, so that no two labels touch."""
+    vals = [v for v in values if v and v > 0]
+    lo, hi = (min(vals), max(vals)) if vals else (one, one)
+    lo, hi = min(lo / 1.15, 0.85 * one), max(hi * 1.15, 1.18 * one)
     ax.set_yscale("log")
-    lo, hi = ax.get_ylim()
-    ticks = [t for t in (5, 10, 20, 25, 50, 75, 100, 150, 200, 400, 1000, 2000, 5000, 10000, 20000)
-             if lo <= t <= hi]
+    ax.set_ylim(lo, hi)
+    ax.axhline(one, color="black", linewidth=0.6)
+    cands = [one * c for c in (0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 0.7, 0.75, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 4,
+                               5, 10, 20, 50, 100, 200, 500)]
+    gap = (math.log(hi) - math.log(lo)) / 9
+    ticks = [one]
+    for side in ([c for c in cands if c > one], [c for c in reversed(cands) if c < one]):   # up, then down
+        last = one
+        for c in side:
+            if lo <= c <= hi and abs(math.log(c / last)) >= gap:
+                ticks.append(c)
+                last = c
+    ticks.sort()
     ax.set_yticks(ticks)
-    ax.set_yticklabels([f"{t}%" for t in ticks])
+    ax.set_yticklabels([label(t) for t in ticks])
     ax.minorticks_off()
+
+
+def ratio_axis(ax, values):
+    """log_axis for ratios in %, 100% marked."""
+    log_axis(ax, values, 100.0, lambda t: f"{t:g}%")
 
 
 def plot_ratio_vs_work(plt, apps, path):
@@ -510,11 +531,13 @@ def plot_ratio_vs_work(plt, apps, path):
                                    ("pcm", n, f"PCM/CP, {n} VPs", "XI", 3),
                                    ("cpp", n, f"CP code on pcm / CP, {n} VPs", None, None)]),
               ("rw", "RW", [("cm", 1, "CM/CP, 1 VP", "VIII", 3), ("cpp", n, f"PCM (CP code on pcm)/CP, {n} VPs", "XII", 3)])]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    # legends go below their panels (inside, they covered points and bars)
+    fig, axes = plt.subplots(2, 2, figsize=(12, 11.5), layout="constrained")
     missing = []
     colors = ["#1f5fa8", "#d62728", "#2e8b3e", "#e07b00"]
     for ax, (app, title, series) in zip(axes.flat, panels):
         rows = [r for r in apps.rows(app) if isinstance(r, int)]
+        shown = []                      # medians and papers' figures: the axis limits
         for (impl, vps, label, table, col), color in zip(series, colors):
             if vps > 1 and n == 1:
                 continue
@@ -523,6 +546,7 @@ def plot_ratio_vs_work(plt, apps, path):
                 r = apps.ratio(app, impl, vps, w)
                 if r:
                     xs.append(w), ys.append(r[0]), lo.append(r[0] - r[1]), hi.append(r[2] - r[0])
+            shown += ys
             if xs:
                 ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, color=color, label=f"ursa {label}")
             else:
@@ -530,20 +554,22 @@ def plot_ratio_vs_work(plt, apps, path):
                 ax.plot([], [], color=color, label=f"ursa {label}: missing")
             if table and table in P:
                 pw = sorted(P[table])
+                shown += [P[table][w][col] for w in pw]
                 ax.plot(pw, [P[table][w][col] for w in pw], linestyle="--", marker="s", markerfacecolor="none",
                         color=color, alpha=0.6, label=f"paper {label.split(',')[0]} (Table {table})")
-        ratio_axis(ax)
+        ratio_axis(ax, shown)
         ax.set_xscale("log")
         ax.set_xlabel("work per operation (loop iterations)")
         ax.set_ylabel("T_model / min(T_cp-ts, T_cp-ic), log scale")
         ax.set_title(title)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
         ax.grid(alpha=0.3)
     # the tests without a work axis: JI (test n x workers), MM, TSP
     ax = axes.flat[3]
     cats = [("ji", t) for t in apps.rows("ji")] + [("mm", r) for r in apps.rows("mm")] + \
            [("tsp", r) for r in apps.rows("tsp")]
     labels = [f"{a.upper()} {r}" for a, r in cats]
+    shown = []
     for k, ((impl_by_app, vps, label, tables), color) in enumerate(zip(
             [({"ji": "cm", "mm": "cm", "tsp": "cm"}, 1, "CM/CP, 1 VP", {"ji": "IX"}),
              ({"ji": "pcm", "mm": "cpp", "tsp": "cpp"}, n, f"PCM/CP, {n} VPs (MM, TSP: CP code on pcm)", {"ji": "XIII"})],
@@ -558,6 +584,7 @@ def plot_ratio_vs_work(plt, apps, path):
             t = tables.get(a)
             if t and r in P.get(t, {}):
                 px.append(i + (k - 0.5) * 0.2), py.append(P[t][r][3])
+        shown += ys + py
         if xs:
             ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", linestyle="none", capsize=3, color=color, label=f"ursa {label}")
         else:
@@ -566,16 +593,16 @@ def plot_ratio_vs_work(plt, apps, path):
         if px:
             ax.plot(px, py, linestyle="none", marker="s", markerfacecolor="none", color=color, alpha=0.7,
                     label=f"paper JI (Table {'IX' if vps == 1 else 'XIII'})")
-    ratio_axis(ax)
+    ratio_axis(ax, shown)
     ax.set_xticks(range(len(cats)))
     ax.set_xticklabels(labels, fontsize=8)
     ax.set_ylabel("T_model / min(T_cp-ts, T_cp-ic), log scale")
     ax.set_title("JI (n x workers), MM (n), TSP (cities)")
-    ax.legend(fontsize=7)
+    ax.set_xlabel("test")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
     fig.suptitle(f"Cooperative against preemptive: ratio against work (ursa: medians of {apps.doc.get('runs')} runs, "
-                 f"bars min-max; dashed: the papers)", fontsize=10)
-    fig.tight_layout()
+                 f"bars min-max, cut at the panel's edge; dashed: the papers)", fontsize=10)
     save(plt, fig, path)
     return missing
 
@@ -588,7 +615,9 @@ def plot_radix(plt, micro, path):
               (f"ursa-any-{n}vp", f"ursa, {n} VPs, URSA_VP_ANY", "#6a8fc8", "^"),
               ("pthread", "POSIX threads created per phase", "#555555", "s"),
               (f"fixed-{n}kt", f"{n} kernel threads made once (fixed)", "#999999", "D")]
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 6.4), gridspec_kw={"width_ratios": [3, 2]},
+                                  layout="constrained")
+    shown = []
     ax2.set_xscale("log", base=2)
     missing = []
     for impl, label, color, marker in series:
@@ -598,6 +627,7 @@ def plot_radix(plt, micro, path):
             if e and e.get("status") == "ok":
                 m, a, b = errbar(e)
                 xs.append(2 ** r), ys.append(m), lo.append(a), hi.append(b)
+        shown += ys
         if xs:
             ax.errorbar(xs, ys, yerr=[lo, hi], marker=marker, capsize=3, color=color, label=label)
         else:
@@ -612,6 +642,7 @@ def plot_radix(plt, micro, path):
         x = 2 ** 8 * (1.06 ** (k + 1))
         if e and e.get("status") == "ok":
             m, a, b = errbar(e)
+            shown.append(m)
             keys = int(e.get("arg") or 22)
             ax.errorbar([x], [m], yerr=[[a], [b]], marker="*", markersize=10, linestyle="none", capsize=3,
                         color=COLORS[family(impl)],
@@ -625,11 +656,19 @@ def plot_radix(plt, micro, path):
     for axis in (ax, ax2):
         axis.set_xticks([2 ** r for r in radices] or [2, 256])
         axis.set_xticklabels([f"2^{r}" for r in radices] or ["2^1", "2^8"])
+    if shown:                   # plain round ticks in ms (not 6 x 10^2)
+        lo_, hi_ = min(shown) / 1.3, max(shown) * 1.3
+        ticks = [t for t in (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000, 3000, 5000, 10000)
+                 if lo_ <= t <= hi_]
+        ax.set_ylim(lo_, hi_)
+        ax.set_yticks(ticks)
+        ax.set_yticklabels([f"{t:g}" for t in ticks])
+        ax.minorticks_off()
     ax.set_xlabel("radix")
-    ax.set_ylabel("turnaround (ms)")
+    ax.set_ylabel("turnaround (ms, log scale)")
     ax.set_title("Radix sort of 2^22 keys, 2^8 threads per phase")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     # normalized to POSIX threads, as Figures 9 and 10 compare, with the paper's two figures at 2^1
     for impl, label, color, marker in series:
         if impl == "pthread":
@@ -650,10 +689,9 @@ def plot_radix(plt, micro, path):
     ax2.set_ylabel("turnaround / POSIX threads' turnaround")
     ax2.set_title("Relative to POSIX threads (below 1: faster)")
     ax2.grid(alpha=0.3)
-    ax2.legend(fontsize=7)
+    ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1, frameon=False)
     fig.suptitle(f"Lesser Bear Figures 8-10 on this machine (medians of {micro.smp.get('runs')} runs, bars min-max)",
                  fontsize=10)
-    fig.tight_layout()
     save(plt, fig, path)
     return missing
 
@@ -662,7 +700,7 @@ def peer_panels(micro):
     n = micro.vps
     gos = [f"go{p}" for p in (micro.doc.get("peers") or {}).get("go_procs", [1, n])]
     return [
-        ("Thread-ring, 503 threads (ns per pass)",
+        ("Thread-ring, 503 threads", "ns per pass (log scale)",
          [("ring-sem", "ursa", "ursa, semaphores"), ("ring-direct", "ursa", "ursa, named yield"),
           ("pt-ring-optimum", "ursa-pt", "ursa pt.h, stackless"),
           ("pts-ring", "ursa-pts", "ursa pt_sched.h, stackless, scheduled", "optional")] +
@@ -671,19 +709,19 @@ def peer_panels(micro):
          [("ring-sem", "pth", "GNU Pth, condition"), ("ring-direct", "pth", "GNU Pth, pth_yield(next)"),
           ("ring-direct", "boost-fiber", "Boost.Context fibers, resume"),
           ("ring-sem", "boost-fibers", "Boost.Fiber, channels")]),
-        ("Switch: yield and blocking ping-pong (ns)",
+        ("Switch: yield and blocking ping-pong", "ns per switch or hand-off (log scale)",
          [("yield-pingpong", "ursa", "ursa yield"), ("sem-pingpong", "ursa", "ursa semaphores")] +
          [("yield-pingpong", g, f"Go Gosched, GOMAXPROCS={g[2:]}") for g in gos] +
          [("sem-pingpong", g, f"Go channels, GOMAXPROCS={g[2:]}") for g in gos] +
          [("sem-pingpong", "pthread", "POSIX threads, sem_t"), ("yield-pingpong", "pth", "GNU Pth yield"),
           ("yield-pingpong", "boost-fibers", "Boost.Fiber yield"),
           ("raw-switch", "boost-fcontext", "Boost.Context raw jump_fcontext")]),
-        ("Create + join (ns per thread)",
+        ("Create + join", "ns per thread created and joined (log scale)",
          [("create-join", "ursa", "ursa")] + [("create-join", "pthread", "POSIX threads")] +
          [("create-join", g, f"Go, GOMAXPROCS={g[2:]}") for g in gos] +
          [("create-join", "pth", "GNU Pth"), ("create-join", "boost-fiber", "Boost.Context fibers"),
           ("create-join", "boost-fibers", "Boost.Fiber fiber + join")]),
-        ("Memory per blocked thread (KiB of RSS)",
+        ("Memory per blocked thread, at each peer's count", "KiB of RSS per thread (log scale)",
          [("rss-blocked-1M", "ursa", "ursa, 1M threads"), ("rss-blocked-100k", "ursa", "ursa, 100k threads")] +
          [("rss-blocked-100k", g, f"Go, 100k, GOMAXPROCS={g[2:]}") for g in gos] +
          [("rss-blocked-100k", "boost-fiber", "Boost.Context fibers, 100k"),
@@ -698,7 +736,7 @@ def plot_peers(plt, micro, path):
     panels = peer_panels(micro)
     fig, axes = plt.subplots(2, 2, figsize=(13, 9))
     missing = []
-    for ax, (title, items) in zip(axes.flat, panels):
+    for ax, (title, unit, items) in zip(axes.flat, panels):
         labels, vals = [], []
         items = [it for it in items if not it[3:] or micro.get(it[0], it[1])]   # optional rows: ursa's, if run
         for bench, impl, label, *_ in items:
@@ -729,6 +767,7 @@ def plot_peers(plt, micro, path):
                             for lb, e in zip(labels, vals)], fontsize=8)
         ax.set_xscale("log")
         ax.set_title(title, fontsize=10)
+        ax.set_xlabel(unit)
         ax.grid(alpha=0.3, axis="x", which="both")
         if good:
             ax.set_xlim(xmin, max(good) * 6)
@@ -739,17 +778,29 @@ def plot_peers(plt, micro, path):
     return missing
 
 
+QUANTUM_TICK = {100: "100 µs", 1_000: "1 ms", 10_000: "10 ms", 20_000: "20 ms", 1_000_000: "1 s",
+                10_000_000: "10 s\n(= inf)"}
+
+
 def plot_sweeps(plt, apps, path):
     """(d) the switch-count (cp-ic) and quantum (cp-ts) sweeps of Tables XIV-XXI, time relative to
-    the papers' default (10,000 iterations, 10 ms), per work size; dashed: the paper's."""
+    the papers' default (10,000 iterations, 10 ms), per work size; dashed: the paper's.  Log y axes
+    limited to the medians (bars past them are cut); the quanta are evenly spaced, in order (10 and
+    20 ms are too close on a log scale for their labels); one legend for the whole figure."""
     n = apps.n
     P = apps_suite.PAPER
-    fig, axes = plt.subplots(2, 4 if n > 1 else 2, figsize=(16 if n > 1 else 9, 8), squeeze=False)
+    fig, axes = plt.subplots(2, 4 if n > 1 else 2, figsize=(16 if n > 1 else 9, 8.6), squeeze=False,
+                             layout="constrained")
     cmap = plt.get_cmap("viridis")
     missing = []
+    works_all = sorted({w for app in ("dp", "rw") for w in apps.rows(app) if isinstance(w, int)})
+    color_of = {w: cmap(k / max(1, len(works_all) - 1) * 0.9) for k, w in enumerate(works_all)}
     for row_i, (impl, kind, values) in enumerate((("ic", "sc", apps_suite.SWITCH_COUNTS),
                                                   ("ts", "q", apps_suite.QUANTA_US))):
         col = 0
+        order_v = sorted(values)
+        # x position of each setting: the switch count itself (log axis), or the quantum's rank
+        xpos = {v: (v if kind == "sc" else order_v.index(v)) for v in values}
         for vps_kind in ([1, 2] if n > 1 else [1]):
             for app in ("dp", "rw"):
                 ax = axes[row_i][col]
@@ -757,53 +808,59 @@ def plot_sweeps(plt, apps, path):
                 vps = 1 if vps_kind == 1 else n
                 table = apps_suite.SWEEP_TABLES[(app, impl, vps_kind)]
                 works = [w for w in apps.rows(app) if isinstance(w, int)]
-                xs_all = [v / 1e6 if kind == "q" else v for v in values]
-                for k, w in enumerate(works):
-                    color = cmap(k / max(1, len(works) - 1) * 0.9)
+                shown = []
+                for w in works:
+                    color = color_of[w]
                     base = apps.get(app, impl, vps, w, (kind, 10_000))      # the papers' default
                     if not base:
                         missing.append(f"Table {table} work {w}")
                         continue
-                    xs, ys, lo, hi = [], [], [], []
-                    for v, x in zip(values, xs_all):
+                    pts = []
+                    for v in values:
                         p = apps.get(app, impl, vps, w, (kind, v))
                         if p:
                             m = p["median"] / base["median"]
-                            xs.append(x), ys.append(m)
-                            lo.append(m - p["min"] / base["median"]), hi.append(p["max"] / base["median"] - m)
-                    order = sorted(range(len(xs)), key=lambda i: xs[i])
-                    ax.errorbar([xs[i] for i in order], [ys[i] for i in order],
-                                yerr=[[lo[i] for i in order], [hi[i] for i in order]], marker="o", capsize=2,
-                                color=color, label=f"work {w:,}")
+                            pts.append((xpos[v], m, m - p["min"] / base["median"], p["max"] / base["median"] - m))
+                    pts.sort()
+                    shown += [m for _, m, _, _ in pts]
+                    ax.errorbar([x for x, _, _, _ in pts], [m for _, m, _, _ in pts],
+                                yerr=[[a for _, _, a, _ in pts], [b for _, _, _, b in pts]], marker="o",
+                                capsize=2, color=color, label=f"ursa, work {w:,}")
                     pr = P.get(table, {}).get(w)
                     if pr:
-                        pxs = xs_all[:4]
                         d = values.index(10_000)
-                        order = sorted(range(4), key=lambda i: pxs[i])
-                        ax.plot([pxs[i] for i in order], [pr[i] / pr[d] for i in order], linestyle="--",
-                                marker="s", markerfacecolor="none", color=color, alpha=0.6)
-                ax.axhline(1, color="black", linewidth=0.6)
-                ax.set_xscale("log")
+                        ppts = sorted((xpos[values[i]], pr[i] / pr[d]) for i in range(4))
+                        shown += [y for _, y in ppts]
+                        ax.plot([x for x, _ in ppts], [y for _, y in ppts], linestyle="--", marker="s",
+                                markerfacecolor="none", color=color, alpha=0.6, label=f"paper, work {w:,}")
+                log_axis(ax, shown)
                 if kind == "q":
-                    ticks = sorted(xs_all)
-                    ax.set_xticks(ticks)
-                    ax.set_xticklabels([apps_suite.QUANTUM_NAME[int(round(t * 1e6))].replace(" ", "\n")
-                                        for t in ticks], fontsize=7)
+                    ax.set_xticks(range(len(order_v)))
+                    ax.set_xticklabels([QUANTUM_TICK.get(v, f"{v} us") for v in order_v], fontsize=8)
+                    ax.set_xlim(-0.4, len(order_v) - 0.6)
+                    ax.set_xlabel("quantum (in order, not to scale)")
+                else:
+                    ax.set_xscale("log")
+                    ax.set_xticks(list(values))
+                    ax.set_xticklabels([f"{v:,}" for v in values], fontsize=8)
                     ax.minorticks_off()
-                    ax.set_xlabel("quantum (10 s stands for the papers' infinite one)")
-                else:
-                    ax.set_xlabel("switch count (loop iterations between ticks)")
-                ax.set_ylabel("time / time at the default (10,000; 10 ms)")
+                    ax.set_xlim(min(values) / 1.6, max(values) * 1.6)
+                    ax.set_xlabel("switch count (loop iterations between switches)")
+                ax.set_ylabel("time / time at the default, log scale")
                 ax.set_title(f"Table {table}: {app.upper()}, {'cp-ic' if impl == 'ic' else 'cp-ts'}, "
-                             f"{vps} VP{'s' if vps > 1 else ''}", fontsize=9)
+                             f"{vps} VP{'s' if vps > 1 else ''} (default {'10,000' if kind == 'sc' else '10 ms'} = 1x)",
+                             fontsize=9)
                 ax.grid(alpha=0.3)
-                if ax.get_legend_handles_labels()[0]:
-                    ax.legend(fontsize=7)
-                else:
+                if not shown:
                     ax.text(0.5, 0.5, "no data in this run", transform=ax.transAxes, ha="center", color="#b00000")
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], color=color_of[w], marker="o", label=f"work {w:,}") for w in works_all]
+    handles += [Line2D([], [], color="#777777", marker="o", label="ursa: median, bars min-max (cut at the panel's edge)"),
+                Line2D([], [], color="#777777", linestyle="--", marker="s", markerfacecolor="none",
+                       label="the paper's, relative to its own default")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.suptitle(f"Switch count and quantum (Keen et al. 4.3): ursa medians of {apps.doc.get('runs')} runs, "
-                 f"bars min-max; dashed: the paper's, relative to its own default", fontsize=10)
-    fig.tight_layout()
+                 f"time relative to the default setting of the same work size", fontsize=10)
     save(plt, fig, path)
     return missing
 
@@ -829,7 +886,8 @@ def make_plots(micro, apps, plots_dir):
     jobs = [("ratio_vs_work.png", "Ratio against work per application (Keen et al. Tables VI-XIII, Ishihara et al. Table 1)",
              "CM/CP on one VP and PCM/CP on N VPs: T_model / min(T_cp-ts, T_cp-ic); below 100% the cooperative "
              "program is faster.  Markers: ursa, the ratio of the medians; bars: the extreme ratios of the runs' "
-             "minima and maxima; dashed hollow squares: the paper's SR figures.", apps.doc, plot_ratio_vs_work, apps),
+             "minima and maxima, cut at the panel's edge (each axis spans the medians and the papers' figures); "
+             "dashed hollow squares: the paper's SR figures.", apps.doc, plot_ratio_vs_work, apps),
             ("radix_sort.png", "Radix-sort turnaround against radix (Lesser Bear Figures 8-10)",
              "Left: turnaround of the fork-join radix sort; stars: the peers of the micro table at radix 2^8.  Right: "
              "relative to POSIX threads created per phase; red: the paper's LB3 against Solaris threads and "
@@ -838,9 +896,11 @@ def make_plots(micro, apps, plots_dir):
              "Every peer the suite knows has a row; one that was not built or failed says MISSING with its "
              "reason instead of a bar.", micro.doc.get("benchmarks"), plot_peers, micro),
             ("sweeps.png", "Switch count and quantum sweeps (Keen et al. Tables XIV-XXI)",
-             "Top: cp-ic by switch count; bottom: cp-ts by quantum (100 us and 1 ms are extra columns without "
-             "a paper figure; 10 s stands for the papers' infinite quantum).  Time relative to the default "
-             "setting of the same work size.", any(k[4] for k in apps.points), plot_sweeps, apps)]
+             "Top: cp-ic by switch count; bottom: cp-ts by quantum, the quanta evenly spaced in order (100 us "
+             "and 1 ms are extra columns without a paper figure; 10 s stands for the papers' infinite quantum).  "
+             "Time relative to the default setting of the same work size, log scale; each panel's axis spans "
+             "the medians and the paper's figures, so an error bar longer than that is cut at the panel's edge.",
+             any(k[4] for k in apps.points), plot_sweeps, apps)]
     out = []
     for fname, title, caption, have, fn, data in jobs:
         if not have:
