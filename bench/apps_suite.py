@@ -22,20 +22,33 @@ cooperative multithreading") and Ishihara et al. (Euro-Par 2000) ran their SR pr
 Every run is checked (exit status and its ANSWER line; bench/apps/apps_common.h describes the
 lines), and runs of one application with the same parameters must agree on its deterministic
 answer (a digest of the work results, the PC checksum, the JI grid sum and iteration count, the
-MM trace, the TSP length) whatever the model.  A wrong answer or a failed run makes the exit
-status 1.  A model that ursa_init refuses (cp-ts returns -ENOTSUP where its safe points cannot be
-told apart, e.g. a static or TSan build) is shown as "refused" in every cell and in the notes.
+MM trace, the TSP length) whatever the model.  Every run must also be the one its label says
+(model_check): the impl (style and model) and VP count of its RESULT and COUNTERS lines, and
+counters that fit the model (cm, pcm: no preemption, no tick; cp-ts: no tick; cp-ic: ticks > 0).
+The cp-ts probes (PROBE_THINK) must count preemptions > 0 in every run: the papers' programs
+rarely run a whole 10 ms quantum without switching, so their cp-ts runs may preempt nothing.  A
+wrong answer, a failed run or a run of another model than its label makes the exit status 1.  A
+model that ursa_init refuses (cp-ts returns -ENOTSUP where its safe points cannot be told apart:
+a TSan build, a static executable, a sanitizer runtime linked in) is shown as "refused" in every
+cell and in the notes where refusal_policy() allows it (a sanitizer build, static executables);
+in a plain dynamic build, such as make bench's, cp-ts must run and a refusal fails the run.
 
 Ratios, as Keen et al. 3.2: CM/CP = T_CM / min(T_cp-ts, T_cp-ic) x 100%, PCM/CP likewise at N VPs;
 the Java-style ratio of section 5 is T_CM / min(T_native, T_CPonGreen).
 
 Sizes.  The papers' programs ran seconds to an hour on a 550 MHz Pentium III with fixed counts;
 here each (application, work) point has its own count (meals, items, accesses, iterations),
-the same for every model, chosen so that a run of the fastest model lasts about 0.1 s (quick) or
-0.2-0.3 s (full): compare ratios, not seconds.  quick: work 100, 10,000, 1,000,000, JI 128x8 and 256x2, MM 256, TSP 15 cities (make
-bench); full: work 100, 1,000, ... 1,000,000, JI 128x8, 256x2, 512x8, MM 512, TSP 16 cities, and
-5 runs per point in both (--runs).  Runs go round by round over all points (run 1 of
-every point, then run 2, ...), so a noisy minute spreads over all of them; medians with min-max.
+the same for every model, chosen so that a run of the fastest model lasts about 0.1 s (default) or
+0.2-0.3 s (full): compare ratios, not seconds.  The three sizes (one vocabulary with the other
+suites and scripts/bench.sh):
+  default  `make bench`: work 100, 10,000, 1,000,000, JI 128x8 and 256x2, MM 256, TSP 15 cities,
+           5 runs per point
+  full     `make bench FULL=1` (--full): work 100, 1,000, ... 1,000,000, JI 128x8, 256x2, 512x8,
+           MM 512, TSP 16 cities, 5 runs per point, counts twice the default's
+  quick    --quick, a smoke run by hand: work 100 and 1,000,000, JI 128x8, MM 256, TSP 15 cities,
+           3 runs per point, the default's counts; its figures are indicative only
+(--runs overrides the runs per point.)  Runs go round by round over all points (run 1 of every
+point, then run 2, ...), so a noisy minute spreads over all of them; medians with min-max.
 
 Usage: python3 bench/apps_suite.py --build <build dir> [--quick | --full] [--runs N]
                                    [--results DIR] [--json PATH] [--only dp,rw,...] [--no-sweeps]
@@ -44,12 +57,13 @@ and counters, the findings with their ids, and this Markdown) and results/apps-l
 the Markdown on stdout and progress (runs done, round, elapsed, time left) on stderr.  Exit status:
 0 when every run answered right (a finding that does not hold included), 1 when a run failed,
 answered wrong or disagreed with the other models, 2 on a usage error, 130 when interrupted.
-The driver (bench/run.py) may call run(build_dir, quick, runs, results_dir) -> (ok, markdown).
+Other scripts may call run(build_dir, mode, runs, results_dir) -> (ok, markdown).
 Python 3 standard library only.
 """
 
 import argparse
 import datetime
+import json
 import math
 import os
 import platform
@@ -72,6 +86,15 @@ COUNTER_KEYS = ("switches", "yields", "p_ops", "p_blocking", "blocks", "preempti
 ANSWER_KEYS = {"dp": ("digest", "meals_eaten"), "pc": ("checksum", "consumed"),
                "rw": ("digest", "version"), "ji": ("iterations", "sum"), "mm": ("trace",),
                "tsp": ("length",)}
+
+# The cp-ts probe, one point per VP count: dp --style cp with PROBE_PHIL philosophers who think
+# PROBE_THINK iterations of the work loop each (at ~1-2 ns an iteration, 3 to 6 quanta of 10 ms) and
+# eat once.  They are all ready at once and never block while thinking, so under cp-ts each VP must
+# switch some thinker out at the end of a whole quantum: every run must count preemptions > 0, or
+# cp-ts did not run as labelled.  (The papers' programs here mostly switch or block well within a
+# 10 ms quantum, so a cp-ts run of them may legitimately count no preemption at all.)
+PROBE_PHIL = 4
+PROBE_THINK = 30_000_000
 
 SWITCH_COUNTS = (1_000, 10_000, 100_000, 1_000_000)
 QUANTA_US = (10_000, 20_000, 1_000_000, 10_000_000, 1_000, 100)
@@ -207,9 +230,30 @@ class Point:
         if sweep is not None:
             kind, value = sweep
             self.env["URSA_SWITCH_COUNT" if kind == "sc" else "URSA_QUANTUM_US"] = str(value)
+        self.model = model                  # None: the native build
+        self.must_preempt = False           # a cp-ts probe: every run must count preemptions
         self.samples, self.runs = [], []
         self.status, self.reason = "pending", None
         self.est = 0.15
+
+    def expected_impl(self):
+        """The impl= its RESULT and COUNTERS lines must print (apps_common.h: <style>-<model>, the
+        style with its variant after a dot, or cp-native)."""
+        if self.native:
+            return "cp-native"
+        a = self.args
+        style = a[a.index("--style") + 1]
+        if "--yield" in a and a[a.index("--yield") + 1] != "unnamed":
+            style += "." + a[a.index("--yield") + 1]
+        if "--variant" in a and a[a.index("--variant") + 1] != "pure":
+            style += "." + a[a.index("--variant") + 1]
+        return f"{style}-{self.model}"
+
+    def expected_vps(self):
+        """ursa's VP count, or the CPUs the native build may use (1 when pinned)."""
+        if self.native:
+            return len(self.cpus) if self.cpus else ncpus()
+        return 1 if self.model == "cm" else self.vps
 
     def key(self):
         return (self.program, tuple(self.args), tuple(sorted(self.env.items())),
@@ -228,20 +272,22 @@ class Plan:
     def __init__(self, mode, runs, n, only, sweeps):
         self.mode, self.runs, self.n, self.only, self.with_sweeps = mode, runs, n, only, sweeps
         self.points, self.by_key, self.index = [], {}, {}
-        quick = mode == "quick"
-        self.works = [100, 10_000, 1_000_000] if quick else [100, 1_000, 10_000, 100_000, 1_000_000]
+        full = mode == "full"
+        self.works = ([100, 1_000, 10_000, 100_000, 1_000_000] if full else
+                      [100, 1_000_000] if mode == "quick" else [100, 10_000, 1_000_000])
         self.sweep_works = self.works
-        self.ji_tests = [(128, 8), (256, 2)] if quick else [(128, 8), (256, 2), (512, 8)]
-        self.mm_n = 256 if quick else 512
-        self.tsp_cities = 15 if quick else 16
-        self.pc2_works = [100, 10_000] if quick else [100, 1_000, 10_000, 100_000]
+        self.ji_tests = ([(128, 8), (256, 2), (512, 8)] if full else [(128, 8)] if mode == "quick" else
+                         [(128, 8), (256, 2)])
+        self.mm_n = 512 if full else 256
+        self.tsp_cities = 16 if full else 15
+        self.pc2_works = [100, 1_000, 10_000, 100_000] if full else [100] if mode == "quick" else [100, 10_000]
         self.vps_list = [1] + ([n] if n > 1 else [])
         self._build()
 
-    # Counts per work size: a run of the fastest model lasts about 0.1 s (quick) or 0.2-0.3 s (full)
-    # on one CPU, i.e. 10 to 30 quanta of 10 ms.  The same count for every model.
+    # Counts per work size: a run of the fastest model lasts about 0.1 s (default, quick) or 0.2-0.3 s
+    # (full) on one CPU, i.e. 10 to 30 quanta of 10 ms.  The same count for every model.
     def budget(self, iterations):
-        return int(iterations * (1.5 if self.mode == "quick" else 3))
+        return int(iterations * (3 if self.mode == "full" else 1.5))
 
     def dp_meals(self, w):          # 16 philosophers, think + eat = 2 x work per meal
         return clamp(self.budget(48_000_000) // (32 * w), 2, self.budget(3000))
@@ -272,6 +318,8 @@ class Plan:
             return ["--n", row, "--procs", 8]
         if app == "tsp":
             return ["--cities", row, "--procs", 8]
+        if app == "probe":
+            return ["--phil", PROBE_PHIL, "--think", PROBE_THINK, "--eat", 1000, "--meals", 1]
         raise ValueError(app)
 
     def rows(self, app):
@@ -291,7 +339,7 @@ class Plan:
         return ["ic", "ts"] + extra + ["cpp", "nat"]
 
     def add(self, app, impl, vps, row, sweep=None):
-        real = "pc" if app == "pc2" else app
+        real = {"pc2": "pc", "probe": "dp"}.get(app, app)
         p = Point(real, impl, vps, row, self.args_for(app, row), sweep)
         p.est = self.estimate(app, impl, vps, row)
         k = p.key()
@@ -306,6 +354,7 @@ class Plan:
     def estimate(self, app, impl, vps, row):
         """A priori seconds per run (the progress line corrects it with what it measures)."""
         base = {"dp": 0.09, "pc": 0.12, "pc2": 0.1, "rw": 0.09, "ji": 0.06, "mm": 0.02 if self.mm_n == 256 else 0.15,
+                "probe": 0.25 / vps,
                 "tsp": 0.1 if self.tsp_cities == 15 else 0.35}[app]
         if impl == "ic":
             base *= 2.2
@@ -314,6 +363,9 @@ class Plan:
         return base
 
     def _build(self):
+        if not self.only or "dp" in self.only:
+            for vps in self.vps_list:       # the cp-ts probes: preemption must happen (PROBE_THINK)
+                self.add("probe", "ts", vps, "probe").must_preempt = True
         for app in APPS + ("pc2",):
             if self.only and (app if app != "pc2" else "pc") not in self.only:
                 continue
@@ -420,15 +472,102 @@ def run_once(path, args, env, cpus):
         return None, out, err, time.monotonic() - t0
 
 
-def judge(p, rc, out, err):
-    """(status, reason, record) for one run."""
+def elf_static(path):
+    """True when the ELF executable at path has no program interpreter (PT_INTERP): a static
+    executable, where ursa_init refuses cp-ts; False when it has one; None when unreadable."""
+    import struct
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF":
+                return None
+            wide, order = head[4] == 2, "<" if head[5] == 1 else ">"
+            if wide:
+                phoff, = struct.unpack_from(order + "Q", head, 32)
+                phentsize, phnum = struct.unpack_from(order + "HH", head, 54)
+            else:
+                phoff, = struct.unpack_from(order + "I", head, 28)
+                phentsize, phnum = struct.unpack_from(order + "HH", head, 42)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except (OSError, struct.error):
+        return None
+    types = [struct.unpack_from(order + "I", table, i * phentsize)[0] for i in range(phnum)
+             if (i + 1) * phentsize <= len(table)]
+    return 3 not in types            # PT_INTERP = 3
+
+
+def refusal_policy(build_dir):
+    """(allowed, why): whether ursa_init may refuse cp-ts in this build.  It refuses only where it
+    cannot tell safe points (src/model/preempt.c): a ThreadSanitizer build, a static executable, a
+    sanitizer runtime linked into the executable.  A plain dynamic build (make bench's Release
+    build) must run cp-ts, so there a refusal fails the run."""
+    sanitize = ""
+    try:
+        with open(os.path.join(build_dir, "bench", "bench-config.json")) as f:
+            sanitize = json.load(f).get("sanitize") or ""
+    except (OSError, ValueError, AttributeError):
+        pass
+    if sanitize:
+        return True, f"a sanitizer build ({sanitize}): ursa_init may refuse cp-ts"
+    static = elf_static(os.path.join(build_dir, "bench", "apps", "dp"))
+    if static:
+        return True, "static executables: ursa_init refuses cp-ts"
+    return False, ("a plain build with dynamic executables, where cp-ts must run" if static is False
+                   else "no sanitizer; the executables' linking could not be read, so cp-ts must run")
+
+
+def counter(rec, key):
+    try:
+        return int((rec.get("counters") or {}).get(key, ""))
+    except ValueError:
+        return None
+
+
+def model_check(p, rec):
+    """None when the run is the one its label says, else why not: the impl (style and model) and VP
+    count of its RESULT and COUNTERS lines, and its counters: cm and pcm never preempt or count
+    ticks, cp-ts counts no ticks (and preempts in the probes), cp-ic counts ticks."""
+    res, cnt = rec["result"] or {}, rec.get("counters")
+    want = p.expected_impl()
+    if res.get("impl") != want:
+        return f"RESULT impl={res.get('impl')}, expected {want}"
+    if res.get("vps") != str(p.expected_vps()):
+        return f"RESULT vps={res.get('vps')}, expected {p.expected_vps()}"
+    if cnt is None or cnt.get("impl") != want:
+        return f"COUNTERS line {'missing' if cnt is None else 'with impl=' + str(cnt.get('impl'))}, expected impl={want}"
+    if p.native:
+        return None if cnt.get("native") == "1" else "COUNTERS without native=1 from the native build"
+    got = {k: counter(rec, k) for k in ("preemptions", "ticks")}
+    if None in got.values():
+        return "COUNTERS without numeric preemptions and ticks"
+    pre, ticks = got["preemptions"], got["ticks"]
+    m = p.model
+    if m in ("cm", "pcm") and (pre or ticks):
+        return f"{m} is cooperative, but the run counted preemptions={pre} ticks={ticks}"
+    if m == "cp-ts" and ticks:
+        return f"cp-ts counts no ticks, but the run counted ticks={ticks}"
+    if m == "cp-ts" and p.must_preempt and pre == 0:
+        return ("cp-ts preemption probe: preemptions=0 (every thinker computes for several quanta "
+                "while others are ready: cp-ts must switch them out)")
+    if m == "cp-ic" and ticks == 0:
+        return "cp-ic counted no ticks: iteration counting did not run"
+    return None
+
+
+def judge(p, rc, out, err, policy=(False, "")):
+    """(status, reason, record) for one run.  policy: refusal_policy(); when it allows a refusal, a
+    refused model is "refused" (reported), otherwise the run failed."""
     lines = parse(out)
     tail = " | ".join(err.strip().splitlines()[-2:])
     rec = {"rc": rc, "result": lines["RESULT"][0] if lines["RESULT"] else None,
            "answer": lines["ANSWER"][0] if lines["ANSWER"] else None,
            "counters": lines["COUNTERS"][0] if lines["COUNTERS"] else None}
     if rc == 4 and lines["REFUSED"]:
-        return "refused", f"ursa_init refused {p.env.get('URSA_MODEL')}: {tail}", rec
+        why = f"ursa_init refused {p.env.get('URSA_MODEL')}: {tail}"
+        if policy[0]:
+            return "refused", why, rec
+        return "failed", f"{why}; but this is {policy[1]}", rec
     if rc is None:
         return "failed", f"timed out after {TIMEOUT} s", rec
     if rec["answer"] is not None and rec["answer"].get("ok") == "0":
@@ -444,10 +583,13 @@ def judge(p, rc, out, err):
         return "failed", "RESULT without a numeric value", rec
     if rec["answer"].get("ok") != "1":
         return "wrong", "ANSWER without ok=1", rec
+    why = model_check(p, rec)
+    if why is not None:
+        return "failed", f"not the model of its label: {why}", rec
     return "ok", None, rec
 
 
-def execute(plan, build_dir, progress):
+def execute(plan, build_dir, progress, policy=(False, "")):
     apps_dir = os.path.join(build_dir, "bench", "apps")
     refused_seen = set()
     for r in range(plan.runs):
@@ -463,7 +605,7 @@ def execute(plan, build_dir, progress):
                           + (f" {p.sweep[0]}={p.sweep[1]}" if p.sweep else ""), plan, r + 1)
             rc, out, err, secs = run_once(path, p.args, clean_env(p.env), p.cpus)
             progress.done_runs += 1
-            status, reason, rec = judge(p, rc, out, err)
+            status, reason, rec = judge(p, rc, out, err, policy)
             rec["secs"] = secs
             p.runs.append(rec)
             if status == "ok":
@@ -472,10 +614,12 @@ def execute(plan, build_dir, progress):
             else:
                 p.status, p.reason = status, f"run {r + 1}: {reason}"
                 model = p.env.get("URSA_MODEL")
-                if status != "refused" or model not in refused_seen:
+                refusal = reason.startswith("ursa_init refused")
+                if not refusal or model not in refused_seen:
                     progress.note(f"apps: {status.upper()}: {p.label()}: {reason}"
-                                  + (" (every point of this model will say so)" if status == "refused" else ""))
-                refused_seen.add(model)
+                                  + (" (every point of this model will say so)" if refusal else ""))
+                if refusal:
+                    refused_seen.add(model)
     for p in plan.points:
         if p.status == "ok" and len(p.samples) < plan.runs:
             p.status, p.reason = "failed", "fewer runs than asked"
@@ -505,8 +649,9 @@ def cross_check(plan):
     return problems, len(groups)
 
 
-def table_xxii(build_dir, progress):
-    """CM- and PCM-style programs must stop (exit 2) under cp-ts and cp-ic."""
+def table_xxii(build_dir, progress, policy=(False, "")):
+    """CM- and PCM-style programs must stop (exit 2) under cp-ts and cp-ic.  A refused cp-ts (exit
+    4) is "refused" where policy allows it, else a failure."""
     path = os.path.join(build_dir, "bench", "apps", "dp")
     checks = []
     for style, model, vps in (("cm", "cp-ic", 1), ("cm", "cp-ts", 1), ("pcm", "cp-ic", 2), ("pcm", "cp-ts", 2),
@@ -518,14 +663,15 @@ def table_xxii(build_dir, progress):
         rc, out, err, _ = run_once(path, ["--style", style, "--work", "100", "--meals", "10"], clean_env(env), None)
         if rc == 2 and ("cooperative" in err or "one VP" in err):
             st = "ok"
-        elif rc == 4:
+        elif rc == 4 and policy[0]:
             st = "refused"        # cp-ts refused by ursa_init: it never got as far as the check
         else:
             st = "failed"
         checks.append({"style": style, "model": model, "vps": vps, "status": st, "rc": rc,
                        "detail": " | ".join(err.strip().splitlines()[-2:])})
         if st == "failed":
-            progress.note(f"apps: FAILED: Table XXII: dp --style {style} under {model} exited {rc}, expected 2")
+            progress.note(f"apps: FAILED: Table XXII: dp --style {style} under {model} exited {rc}, expected 2"
+                          + (f" (ursa_init refused {model}, but this is {policy[1]})" if rc == 4 else ""))
     return checks
 
 
@@ -582,7 +728,7 @@ def tsp_nodes_note(plan, vps):
 
 
 def row_name(app, row):
-    if app in ("dp", "pc", "rw", "pc2"):
+    if app in ("dp", "pc", "rw", "pc2") and isinstance(row, int):
         return f"{row:,}"
     return str(row)
 
@@ -761,6 +907,8 @@ def counters_table(plan):
         app = p.app
         if app == "pc" and "--producers" in p.args:
             app = "pc 2P2C1S"
+        if p.must_preempt:
+            app = "dp (cp-ts probe)"
         rows.append([app, str(p.vps), row_name(p.app, p.row), IMPL_HEAD[p.impl], fs(p.median())] + c)
     return md_table(head, rows)
 
@@ -957,7 +1105,39 @@ def findings(plan):
     return res
 
 
-def report(plan, t_start, t_end, problems, ngroups, xxii, build_dir, loads):
+def model_lines(plan, policy):
+    """The Checks section's lines on which model ran: the label check, the cp-ts probes, and how
+    often cp-ts preempted at all in the papers' programs."""
+    ursa = [p for p in plan.points if not p.native]
+    checked = sum(len(p.samples) for p in plan.points if p.status == "ok")
+    out = [f"- Models: every run's RESULT and COUNTERS lines must name the style and model of its label "
+           f"(`impl=<style>-<model>`, `cp-native` for POSIX threads) and its VP count (`vps=`, 1 for a pinned "
+           f"native run), and its counters must fit the model: cm and pcm count no preemption and no tick, "
+           f"cp-ts counts no tick, cp-ic counts ticks (> 0); a run that does not is a failure.  {checked:,} runs "
+           f"checked.  cp-ts refusal: {policy[1]}."]
+    probes = [p for p in plan.points if p.must_preempt]
+    if probes:
+        parts = []
+        for p in probes:
+            pre = [counter(r, "preemptions") for r in p.runs if r.get("counters")]
+            parts.append(f"{p.vps} VP{'s' if p.vps > 1 else ''}: {p.status}, preemptions per run "
+                         f"{', '.join(str(x) for x in pre) or '-'}")
+        out.append(f"- cp-ts preemption probe (`dp --style cp --phil {PROBE_PHIL} --think {PROBE_THINK:,} --eat "
+                   f"1000 --meals 1`, quantum 10 ms: every thinker computes for several quanta while the others are "
+                   f"ready, so every run must count preemptions > 0): " + "; ".join(parts) + ".")
+    ts = [p for p in ursa if p.model == "cp-ts" and p.sweep is None and not p.must_preempt and p.status == "ok"]
+    if ts:
+        runs = [counter(r, "preemptions") or 0 for p in ts for r in p.runs]
+        pts = sum(1 for p in ts if any(counter(r, "preemptions") for r in p.runs))
+        out.append(f"- cp-ts at the default quantum (10 ms) preempted in {sum(1 for x in runs if x > 0)} of "
+                   f"{len(runs)} runs of the papers' programs ({pts} of {len(ts)} points).  In the others no thread "
+                   f"ran a whole quantum while another was ready (they block or switch sooner), so cp-ts had nothing "
+                   f"to preempt and those runs went as a cooperative model's would: their CM/CP ratios compare CM "
+                   f"with a CP program that ran unpreempted.")
+    return out
+
+
+def report(plan, t_start, t_end, problems, ngroups, xxii, build_dir, loads, policy=(False, "")):
     n = plan.n
     lines = []
     stamp = t_start.strftime("%Y-%m-%d %H:%M UTC")
@@ -974,7 +1154,7 @@ def report(plan, t_start, t_end, problems, ngroups, xxii, build_dir, loads):
         "(a 550 MHz Pentium III; seconds of whole programs with their own, fixed counts) and, after a slash, "
         "Ishihara et al. Table 1: compare the ratios, not the seconds.  Here each work size has its own count "
         "(meals, items, accesses), the same for every model, so that a run of the fastest model lasts about "
-        "0.1 s (quick) or 0.2–0.3 s (full): 10 to 30 quanta of 10 ms, where the papers' runs lasted hundreds to "
+        "0.1 s (default sizes) or 0.2–0.3 s (full): 10 to 30 quanta of 10 ms, where the papers' runs lasted hundreds to "
         "hundreds of thousands, so effects that build up over many time slices show less here.  Defaults as "
         "the paper: cp-ts quantum 10 ms, cp-ic switch count 10,000.  \"native\" is the same CP source on POSIX "
         "threads and semaphores (`*_native`, pinned to one CPU in the 1-VP tables); its loops have no "
@@ -989,8 +1169,8 @@ def report(plan, t_start, t_end, problems, ngroups, xxii, build_dir, loads):
     refused = sorted({p.env.get("URSA_MODEL") for p in plan.points if p.status == "refused"})
     if refused:
         lines.append(f"**Refused models: {', '.join(refused)}** — ursa_init returned -ENOTSUP in this build "
-                     f"({next(p.reason for p in plan.points if p.status == 'refused')}); those cells say "
-                     f"\"refused\" and the ratios use the CP models that ran.\n")
+                     f"({next(p.reason for p in plan.points if p.status == 'refused')}), which it may: {policy[1]}; "
+                     f"those cells say \"refused\" and the ratios use the CP models that ran.\n")
     bad = [p for p in plan.points if p.status in ("wrong", "failed")]
     if bad:
         lines.append(f"**{len(bad)} points failed or answered wrong** (details at the end).\n")
@@ -1023,6 +1203,7 @@ def report(plan, t_start, t_end, problems, ngroups, xxii, build_dir, loads):
                  f"runs with the same parameters agreed across models in {ngroups - len(problems)} of {ngroups} groups.")
     for pr in problems:
         lines.append(f"  - **differ**: {pr}")
+    lines += model_lines(plan, policy)
     x_ok = all(c["status"] in ("ok", "refused") for c in xxii)
     lines.append(f"- Table XXII (a CM-style program must not run CP-style): `dp --style cm|pcm` under cp-ic and "
                  f"cp-ts, and `dp --style cm` on 2 VPs under pcm (CM code is not valid under PCM, Keen et al. 2), "
@@ -1090,16 +1271,17 @@ def build_type(build_dir):
     return None
 
 
-def run(build_dir, quick=True, runs=None, results_dir=None, only=None, sweeps=True, json_path=None):
-    """Runs the matrix (quick: make bench's sizes; quick=False: the papers' full sizes) with `runs`
-    runs per point (default 5), writes <results_dir>/apps-<UTC stamp>.json (or json_path) and
-    apps-latest.md (results_dir default: results/ at the repository root), shows progress on stderr.
+def run(build_dir, mode="default", runs=None, results_dir=None, only=None, sweeps=True, json_path=None):
+    """Runs the matrix at the sizes of `mode` (default: make bench's; full: the papers' work sizes;
+    quick: a smoke run) with `runs` runs per point (default 5, 3 when quick), writes
+    <results_dir>/apps-<UTC stamp>.json (or json_path) and apps-latest.md (results_dir default: results/ at the repository root), shows progress on stderr.
     only: a list of applications to run (default all); sweeps=False leaves out Tables XIV-XXI.
     Returns (ok, markdown): ok is False when a run failed, answered wrong, or disagreed with the
     other models' answer (a refused model is reported, not a failure)."""
-    mode = "quick" if quick else "full"
+    if mode not in ("quick", "default", "full"):
+        raise ValueError(f"mode {mode!r}: quick, default or full")
     if runs is None:
-        runs = 5
+        runs = 3 if mode == "quick" else 5
     results_dir = results_dir or os.path.join(ROOT, "results")
     build_dir = os.path.abspath(build_dir)
     plan = Plan(mode, runs, ncpus(), only, sweeps)
@@ -1110,15 +1292,16 @@ def run(build_dir, quick=True, runs=None, results_dir=None, only=None, sweeps=Tr
     bt = build_type(build_dir)
     if bt and bt not in ("Release", "RelWithDebInfo"):
         progress.note(f"apps: warning: {build_dir} is a {bt} build: the times are not representative")
+    policy = refusal_policy(build_dir)
     load0, snap0 = loadavg(), cpu_snapshot()
-    xxii = table_xxii(build_dir, progress)
-    execute(plan, build_dir, progress)
+    xxii = table_xxii(build_dir, progress, policy)
+    execute(plan, build_dir, progress, policy)
     other = other_load(snap0, cpu_snapshot())
     problems, ngroups = cross_check(plan)
     t_end = datetime.datetime.now(datetime.timezone.utc)
     if progress.tty:
         sys.stderr.write("\r\033[K")
-    md = report(plan, t_start, t_end, problems, ngroups, xxii, build_dir, (load0, other))
+    md = report(plan, t_start, t_end, problems, ngroups, xxii, build_dir, (load0, other), policy)
     ok = (not problems and all(p.status in ("ok", "refused") for p in plan.points)
           and all(c["status"] in ("ok", "refused") for c in xxii))
     os.makedirs(results_dir, exist_ok=True)
@@ -1129,11 +1312,14 @@ def run(build_dir, quick=True, runs=None, results_dir=None, only=None, sweeps=Tr
            "loadavg_start": load0, "other_processes_cpu_share": other,
            "git_commit": git_commit(), "build_dir": build_dir, "build_type": bt, "mode": mode, "runs": runs,
            "ok": ok, "cross_check_problems": problems, "table_xxii": xxii,
+           "cp_ts_refusal": {"allowed": policy[0], "why": policy[1]},
            "findings": [{"id": finding_id(t), "holds": c, "text": t, "numbers": nums}
                         for c, t, nums in findings(plan)],
            "points": [{"app": p.app, "impl": p.impl, "impl_name": IMPLS[p.impl][2], "vps": p.vps, "row": p.row,
                        "sweep": list(p.sweep) if p.sweep else None, "program": p.program, "args": p.args,
                        "env": p.env, "cpus": p.cpus, "status": p.status, "reason": p.reason,
+                       "expected_impl": p.expected_impl(), "expected_vps": p.expected_vps(),
+                       "probe": p.must_preempt,
                        "median": p.median(), "min": min(p.samples) if p.samples else None,
                        "max": max(p.samples) if p.samples else None, "samples": p.samples, "runs": p.runs}
                       for p in plan.points]}
@@ -1141,7 +1327,7 @@ def run(build_dir, quick=True, runs=None, results_dir=None, only=None, sweeps=Tr
     write_json(json_path, doc)
     with open(os.path.join(results_dir, "apps-latest.md"), "w") as f:
         f.write(md)
-    progress.note(f"apps: {'OK' if ok else 'FAILED'} in {(t_end - t_start).total_seconds():.0f} s; wrote "
+    progress.note(f"apps: {'every run verified' if ok else 'FAILED'} in {(t_end - t_start).total_seconds():.0f} s; wrote "
                   f"{os.path.relpath(json_path)} and apps-latest.md")
     return ok, md
 
@@ -1150,9 +1336,12 @@ def main():
     ap = argparse.ArgumentParser(description="The papers' applications (issue #5) in the papers' run matrix.")
     ap.add_argument("--build", required=True, help="the CMake build directory (with bench/apps built)")
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--quick", action="store_true", help="a few work sizes, 5 runs per point (make bench; the default)")
-    g.add_argument("--full", action="store_true", help="the papers' work sizes 100 .. 1,000,000, 5 runs per point")
-    ap.add_argument("--runs", type=int, help="runs per point (default 5)")
+    g.add_argument("--quick", action="store_true",
+                   help="smoke run: work 100 and 1,000,000 only, 3 runs per point; figures indicative only")
+    g.add_argument("--full", action="store_true",
+                   help="the papers' work sizes 100 .. 1,000,000 (make bench FULL=1); without --quick or "
+                        "--full: the default sizes (make bench)")
+    ap.add_argument("--runs", type=int, help="runs per point (default 5; 3 with --quick)")
     ap.add_argument("--results", help="where to write the reports (default: results/ at the repository root)")
     ap.add_argument("--only", help="comma-separated applications: dp,pc,rw,ji,mm,tsp")
     ap.add_argument("--no-sweeps", action="store_true", help="leave out section 4.3's switch-count and quantum sweeps")
@@ -1169,7 +1358,8 @@ def main():
     if not os.path.isdir(a.build):
         ap.error(f"{a.build} is not a directory")
     try:
-        ok, md = run(a.build, quick=not a.full, runs=a.runs, results_dir=a.results, only=only,
+        mode = "quick" if a.quick else "full" if a.full else "default"
+        ok, md = run(a.build, mode=mode, runs=a.runs, results_dir=a.results, only=only,
                      sweeps=not a.no_sweeps, json_path=a.json)
     except KeyboardInterrupt:
         print("\napps_suite.py: interrupted", file=sys.stderr)

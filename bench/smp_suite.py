@@ -3,7 +3,7 @@
 Imported by run.py (Python 3 standard library only); not a program of its own.  It plans the
 runs of the SMP programs (smp_distribution, radix_sort, smp_ring, smp_groups), runs them through
 run.py's runner and progress line, checks every run, and builds the section's tables: medians
-with min-max, the acceptance checks of issue #3 (a report: a FAIL never stops the run), and the
+with min-max, the acceptance checks of issue #3 (a report: a "missed" goal never fails the run), and the
 per-VP idle table of the radix sort (Lesser Bear's Table 3).
 
 Unlike the micro-benchmarks, one run of an SMP program prints several RESULT lines (radix_sort:
@@ -13,10 +13,10 @@ also prints VPSTAT lines (bench/smp_common.h).  Every (bench, impl) pair is a ro
 Sizes.  N = the CPUs this process may use (ursa's default VP count).
     mode     radices          runs         ring passes / ping-pong yields   groups chunks
     quick    2^1, 2^8         --runs (3)   1M / 1M                          100
-    normal   2^1 2^4 2^8 2^10 --runs (5)   5M / 2M                          200
+    default  2^1 2^4 2^8 2^10 --runs (5)   5M / 2M                          200
     full     2^1 .. 2^10      --runs       10M / 5M                         200
-"normal" is `make bench`; "full" is `make bench FULL=1` (run.py --full, or FULL set in the
-environment); "quick" is run.py --quick.
+"default" is `make bench`; "full" is `make bench FULL=1` (run.py --full, or FULL set in the
+environment); "quick" is run.py --quick (the same words as every suite and scripts/bench.sh).
 """
 
 import os
@@ -28,6 +28,7 @@ from suite_common import ncpus   # run.py calls smp_suite.ncpus() too
 POLICIES = ("rotator", "lb2", "global", "steal")
 DIST_K = 12                 # smp_distribution forks 2^12 threads
 DIST_WORK_NS = 2000         # ... each computing ~2 us after it starts, then blocking
+RADIX_WARMUP = 8            # radix_sort's untimed first sort (see plan)
 LINE_RE = re.compile(r"^(RESULT|VPSTAT)((?: [a-z_]+=\S+)+)\s*$")
 
 
@@ -48,12 +49,13 @@ def fmt(v):
 class Job:
     """One invocation of an SMP program, and the (bench, impl, unit) rows its RESULT lines give."""
 
-    def __init__(self, program, args, expects, est, answers=None):
+    def __init__(self, program, args, expects, est, answers=None, skip_first=False):
         self.program = program
         self.args = [str(a) for a in args]
         self.expects = expects          # [(bench, impl, unit, what)]
         self.est = est                  # a priori seconds per run on the 2-core development VM
         self.answers = answers or {}    # {(bench, impl): expected answer}
+        self.skip_first = skip_first    # the first RESULT line (and its VPSTAT lines) is a warm-up
 
     def label(self):
         return " ".join([self.program] + self.args)
@@ -64,10 +66,10 @@ def radix_passes(r):
 
 
 def plan(mode, runs):
-    """(jobs, settings) for a mode: quick, normal or full."""
+    """(jobs, settings) for a mode: quick, default or full."""
     n = ncpus()
-    radices = {"quick": [1, 8], "normal": [1, 4, 8, 10], "full": list(range(1, 11))}[mode]
-    passes, yields = {"quick": (1_000_000, 1_000_000), "normal": (5_000_000, 2_000_000),
+    radices = {"quick": [1, 8], "default": [1, 4, 8, 10], "full": list(range(1, 11))}[mode]
+    passes, yields = {"quick": (1_000_000, 1_000_000), "default": (5_000_000, 2_000_000),
                       "full": (10_000_000, 5_000_000)}[mode]
     chunks = 100 if mode == "quick" else 200
     rlist = ",".join(str(r) for r in radices)
@@ -82,7 +84,12 @@ def plan(mode, runs):
                           f"fork 2^{DIST_K} threads (~{DIST_WORK_NS // 1000} us work each): until all ran")],
                         0.05))
 
-    # radix sort: (variant, N, impl, what, seconds per pass on the development VM)
+    # radix sort: (variant, N, impl, what, seconds per pass on the development VM).  Each process
+    # first sorts once at 2^RADIX_WARMUP, untimed (its RESULT and VPSTAT lines are dropped), so that
+    # no timed sort pays the process's first thread creations (stacks mapped, pools filled): the
+    # first sort of a process costs more (issue #16's run: ursa at 1 VP sorted 2^8 in 155.7 ms as
+    # a process's only sort, 93.3 ms after sorting at 2^1 and 2^4).  bench/run.py runs its radix
+    # peers the same way (radix list "8,8": the second sort is timed).
     variants = [("ursa", 1, "ursa-1vp", "ursa, 1 VP, fork-join of 2^8 threads per phase", 0.022),
                 ("ursa", n, f"ursa-{n}vp", f"ursa, {n} VPs, fork-join of 2^8 threads per phase", 0.013),
                 ("ursa-any", n, f"ursa-any-{n}vp", f"ursa, {n} VPs, URSA_VP_ANY placement", 0.013),
@@ -90,8 +97,8 @@ def plan(mode, runs):
                 ("fixed", n, f"fixed-{n}kt", f"{n} kernel threads made once, pthread barrier", 0.012)]
     for variant, vn, impl, what, per_pass in variants:
         expects = [(f"radix-2^{r}", impl, "ms", what) for r in radices]
-        est = 0.15 + sum(radix_passes(r) for r in radices) * per_pass
-        jobs.append(Job("radix_sort", [variant, vn, rlist], expects, est))
+        est = 0.15 + (radix_passes(RADIX_WARMUP) + sum(radix_passes(r) for r in radices)) * per_pass
+        jobs.append(Job("radix_sort", [variant, vn, f"{RADIX_WARMUP},{rlist}"], expects, est, skip_first=True))
 
     for vn in sorted({1, n}):
         impl = f"ursa-{vn}vp"
@@ -116,12 +123,18 @@ def plan(mode, runs):
     return jobs, settings
 
 
-def parse_lines(stdout):
-    """([RESULT field dicts], [VPSTAT field dicts]) of a run's output."""
+def parse_lines(stdout, skip_first=False):
+    """([RESULT field dicts], [VPSTAT field dicts]) of a run's output; skip_first drops the first
+    RESULT line and the VPSTAT lines after it, up to the next RESULT (a warm-up sort)."""
     results, vpstats = [], []
+    skipping = None
     for line in stdout.splitlines():
         m = LINE_RE.match(line.strip())
         if m:
+            if skip_first and m.group(1) == "RESULT":
+                skipping = skipping is None      # True at the first RESULT, False from the second
+            if skipping:
+                continue
             fields = dict(kv.split("=", 1) for kv in m.group(2).split())
             (results if m.group(1) == "RESULT" else vpstats).append(fields)
     return results, vpstats
@@ -136,7 +149,7 @@ def new_entry(job, bench, impl, unit, what):
 
 def check_job_run(job, rc, stdout, stderr, timeout):
     """({(bench, impl): fields}, [vpstat dicts], None) or (None, None, reason)."""
-    results, vpstats = parse_lines(stdout)
+    results, vpstats = parse_lines(stdout, job.skip_first)
     if rc is None:
         return None, None, f"timed out after {timeout} s"
     if rc != 0:
@@ -277,7 +290,7 @@ def checks(entries, settings):
         if r["status"] is None:
             v = r["value"]
             ok = {"<=": v <= target, "<": v < target, ">=": v >= target}[op]
-            r["status"] = "PASS" if ok else "FAIL"
+            r["status"] = "met" if ok else "missed"     # a result, not a failure of the run
         out.append(r)
 
     radices = settings["radices"]
