@@ -15,11 +15,13 @@
  *
  * The on-CPU byte (arch/context.h): a thread can be made READY by another VP while its own VP is
  *   still switching away from it (it unlocked the object it waits on, then switches).  Every
- *   switch clears the byte of the thread it saved, as its last store to it, and sets the byte of
- *   the thread it resumes.  A VP that picks a thread whose byte is still set does not wait in the
- *   middle of its own switch (two VPs could then wait for each other): it switches to its idle
- *   context instead (saving its current thread), and the idle context waits for the byte (the
- *   other VP is a few instructions from clearing it) and then runs the thread.
+ *   switch clears the byte of the thread it saved, as its last store to it and only once its
+ *   stack pointer has left that thread's stack (a signal taken there would write its frame into
+ *   the stack another VP may already run: issue #22), and sets the byte of the thread it
+ *   resumes.  A VP that picks a thread whose byte is still set does not wait in the middle of
+ *   its own switch (two VPs could then wait for each other): it switches to its idle context
+ *   instead (saving its current thread), and the idle context waits for the byte (the other VP
+ *   is a few instructions from clearing it) and then runs the thread.
  *
  * Idle and sleep.  A VP with nothing to run switches to its idle context (VP 1..N-1: the kernel
  * thread's own stack; VP 0: a small ursa stack), which fires timers, looks for work, polls for at
