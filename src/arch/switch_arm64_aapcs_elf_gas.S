@@ -61,6 +61,9 @@ ursa__ctx_switch:
         str     x9, [x0]                /* from->sp = SP */
         ldr     x1, [x1]                /* to->sp */
         mov     sp, x1                  /* SP = to->sp: now on the other stack */
+        .globl  ursa__ctx_switch_moved          /* the first instruction on to's stack (the debug */
+        .hidden ursa__ctx_switch_moved          /* check in src/model/preempt.c) */
+ursa__ctx_switch_moved:
         add     x9, x0, #8
         stlrb   wzr, [x9]               /* from's on-CPU byte = 0, release: every save above is
                                            visible before it (pairs with the acquire load of a

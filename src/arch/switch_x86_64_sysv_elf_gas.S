@@ -54,6 +54,9 @@ ursa__ctx_switch:
 
         movq    0x00(%rsi), %r8         /* to's RIP, loaded early for the jump */
         movq    0x08(%rsi), %rsp        /* RSP = to's: from here on we are on the other stack */
+        .globl  ursa__ctx_switch_moved          /* the first instruction on to's stack (the debug */
+        .hidden ursa__ctx_switch_moved          /* check in src/model/preempt.c) */
+ursa__ctx_switch_moved:
         .cfi_undefined rip
         movb    $0, 0x46(%rdi)          /* on-CPU = 0: from is saved and its stack no longer ours
                                            (TSO orders it after the saves; pairs with the acquire

@@ -313,6 +313,7 @@ static URSA_NOINLINE void ready_slow(struct ursa__vp *self, struct ursa__thread 
 /* The common case inline (a wake-up's hand-off, internal.h: ursa__smp_handoff_ok); the rest:
  * ready_slow. */
 static inline void ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
+  URSA_ASSERT(ursa__get_state(t) == URSA__READY);     /* its waker, timer or yield set it */
   if (ursa_likely(where == self && ursa__smp_handoff_ok(self, t))) {
     ursa__smp_handoff(self, t);
     return;
@@ -359,7 +360,10 @@ static URSA_NOINLINE struct ursa__thread *pick_slow(struct ursa__vp *vp, const s
     t->vp = home;                                      /* its region moved away: forward it */
     inbox_push(home, t);
   }
-  if (t) t->vp = vp;
+  if (t) {
+    URSA_ASSERT(ursa__get_state(t) == URSA__READY);   /* picked twice: scheduled on two VPs */
+    t->vp = vp;
+  }
   __atomic_store_n(&x->load, pq_len(vp), __ATOMIC_RELAXED);   /* for placement (URSA_VP_ANY) */
   if (x->busy != (t != NULL)) __atomic_store_n(&x->busy, (uint32_t)(t != NULL), __ATOMIC_RELAXED);
   return t;
@@ -380,6 +384,7 @@ static inline struct ursa__thread *pick_handoff(struct ursa__vp *vp) {
                   !ursa__g.region_balance && t->region == NULL && !t->pinned &&
                   (x->bwd_wq == NULL || ursa__wq_empty(x->bwd_wq)))) {
     q->next = NULL;
+    URSA_ASSERT(ursa__get_state(t) == URSA__READY);
     t->vp = vp;
     if (x->load != 0) __atomic_store_n(&x->load, 0u, __ATOMIC_RELAXED);   /* as pick_slow */
     if (x->busy != 1) __atomic_store_n(&x->busy, 1u, __ATOMIC_RELAXED);
@@ -551,6 +556,7 @@ static uint64_t next_deadline(struct ursa__vp *vp) {
 static void run_from_idle(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__thread *idle = vp->x->idle;
   ursa__oncpu_wait(t);
+  URSA_ASSERT(ursa__get_state(t) == URSA__READY);
   mark_on_cpu(t);
   ursa__switch_prepare(vp, idle, t);
   ursa__ctx_switch(&idle->ctx, &t->ctx, t->wake_result);
