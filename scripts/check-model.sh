@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/check-model.sh - model-checks model/rotator.pml (the rotator's Waiver-Queue ring and its
-# VP sleep/wake protocol, see model/README.md) with Spin: the protocol must verify exhaustively
+# VP sleep/wake protocol, see model/README.md) and model/switch.pml (the context switch's on-CPU
+# byte against timer signals, issue #22) with Spin: each protocol must verify exhaustively
 # in every configuration below, with no cycle in its state graph, and each deliberately broken
 # variant must be caught with the assertion that names its bug (so the check cannot pass
 # vacuously).  One line per check; exits 0 only if all of that holds.  Works in a temporary
@@ -8,7 +9,7 @@
 # and cannot be installed, says "model check skipped: spin not installed" and exits 0.
 set -u
 cd "$(dirname "$0")/.."
-model=$PWD/model/rotator.pml
+models=$PWD/model
 
 if ! command -v spin >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   sudo=""
@@ -26,20 +27,20 @@ if ! command -v gcc >/dev/null 2>&1; then echo "model check skipped: gcc not ins
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ursa-model.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
-# run K LABEL SPIN-DEFINES MODE EXPECT: check number K, in $tmp/K; prints its line
+# run K LABEL MODEL SPIN-DEFINES MODE EXPECT: check number K of model/MODEL, in $tmp/K; prints its line
 #   MODE   safety: pan -DSAFETY (assertions, invalid end states)
 #          cycles: pan -DNP -l (non-progress cycles; the model has no progress label, so any
 #                  cycle at all is one: every execution must be finite)
 #   EXPECT pass, or the text pan must print for the error (e.g. "!(lost_wakeup)")
 run() {
-  local label=$2 defs=$3 mode=$4 expect=$5 d=$tmp/$1 out cc pan_args err states secs
-  mkdir "$d"; cp "$model" "$d/"
+  local label=$2 model=$3 defs=$4 mode=$5 expect=$6 d=$tmp/$1 out cc pan_args err states secs
+  mkdir "$d"; cp "$models/$model" "$d/"
   case $mode in
     safety) cc=(-DSAFETY); pan_args=() ;;
     cycles) cc=(-DNP); pan_args=(-l) ;;
   esac
   # shellcheck disable=SC2086  # defs is a list of -D words
-  if ! (cd "$d" && spin $defs -a rotator.pml >spin.log 2>&1); then
+  if ! (cd "$d" && spin $defs -a "$model" >spin.log 2>&1); then
     echo "model: FAILED  $label: spin -a failed:"; sed 's/^/    /' "$d/spin.log"; return
   fi
   if ! (cd "$d" && gcc -O1 -w "${cc[@]}" -DCOLLAPSE -DMEMLIM=3072 -o pan pan.c >cc.log 2>&1); then
@@ -65,27 +66,36 @@ run() {
   fi
 }
 
-# Each check: LABEL | SPIN-DEFINES | MODE | EXPECT.  VPs N, tokens T, pq threshold C, wq capacity W,
-# yields+blocks B (model/rotator.pml's defaults: N=2 T=3 C=1 W=1 B=3).
+# Each check: LABEL | MODEL | SPIN-DEFINES | MODE | EXPECT.  rotator.pml: VPs N, tokens T, pq
+# threshold C, wq capacity W, yields+blocks B (defaults: N=2 T=3 C=1 W=1 B=3).  switch.pml: blocks M,
+# signals per VP NSIG (defaults: M=3 NSIG=2).
 checks=(
   # The protocol, exhaustively.
-  "verified N=2 T=3 C=1 W=1 B=3               | -DN=2 -DT=3 -DC=1 -DW=1 -DB=3 | safety | pass"
-  "verified N=2 T=3 C=1 W=2 B=4               | -DN=2 -DT=3 -DC=1 -DW=2 -DB=4 | safety | pass"
-  "verified N=2 T=3 C=2 W=1 B=4               | -DN=2 -DT=3 -DC=2 -DW=1 -DB=4 | safety | pass"
-  "verified N=2 T=4 C=1 W=1 B=3               | -DN=2 -DT=4 -DC=1 -DW=1 -DB=3 | safety | pass"
-  "verified N=3 T=3 C=1 W=1 B=2               | -DN=3 -DT=3 -DC=1 -DW=1 -DB=2 | safety | pass"
-  "verified N=3 T=4 C=1 W=1 B=1               | -DN=3 -DT=4 -DC=1 -DW=1 -DB=1 | safety | pass"
+  "verified N=2 T=3 C=1 W=1 B=3               | rotator.pml | -DN=2 -DT=3 -DC=1 -DW=1 -DB=3 | safety | pass"
+  "verified N=2 T=3 C=1 W=2 B=4               | rotator.pml | -DN=2 -DT=3 -DC=1 -DW=2 -DB=4 | safety | pass"
+  "verified N=2 T=3 C=2 W=1 B=4               | rotator.pml | -DN=2 -DT=3 -DC=2 -DW=1 -DB=4 | safety | pass"
+  "verified N=2 T=4 C=1 W=1 B=3               | rotator.pml | -DN=2 -DT=4 -DC=1 -DW=1 -DB=3 | safety | pass"
+  "verified N=3 T=3 C=1 W=1 B=2               | rotator.pml | -DN=3 -DT=3 -DC=1 -DW=1 -DB=2 | safety | pass"
+  "verified N=3 T=4 C=1 W=1 B=1               | rotator.pml | -DN=3 -DT=4 -DC=1 -DW=1 -DB=1 | safety | pass"
   # Without deadlock detection: no detection ends a run before a lost wake-up shows.
-  "verified N=2 T=3 C=1 W=1 B=3, no detection | -DNO_DETECTION                | safety | pass"
+  "verified N=2 T=3 C=1 W=1 B=3, no detection | rotator.pml | -DNO_DETECTION                | safety | pass"
   # Every execution is finite, which makes the final-state lost-wake-up check complete.
-  "no cycle N=2 T=3 C=1 W=1 B=3               | -DN=2 -DT=3 -DC=1 -DW=1 -DB=3 | cycles | pass"
-  "no cycle N=3 T=3 C=1 W=1 B=1               | -DN=3 -DT=3 -DC=1 -DW=1 -DB=1 | cycles | pass"
+  "no cycle N=2 T=3 C=1 W=1 B=3               | rotator.pml | -DN=2 -DT=3 -DC=1 -DW=1 -DB=3 | cycles | pass"
+  "no cycle N=3 T=3 C=1 W=1 B=1               | rotator.pml | -DN=3 -DT=3 -DC=1 -DW=1 -DB=1 | cycles | pass"
   # The broken variants must be caught, each by the assertion that names its bug.
-  "BUG_NO_FENCE, no detection (lost wake-up)  | -DBUG_NO_FENCE -DNO_DETECTION | safety | !(lost_wakeup)"
-  "BUG_NO_FENCE                               | -DBUG_NO_FENCE                | safety | !(false_deadlock)"
-  "BUG_COUNT_FIRST (the first design)         | -DBUG_COUNT_FIRST             | safety | !(false_deadlock)"
-  "BUG_NO_CAS                                 | -DBUG_NO_CAS                  | safety | (sleeping[me]==0)"
-  "BUG_NO_WAIT                                | -DBUG_NO_WAIT                 | safety | !(false_deadlock)"
+  "BUG_NO_FENCE, no detection (lost wake-up)  | rotator.pml | -DBUG_NO_FENCE -DNO_DETECTION | safety | !(lost_wakeup)"
+  "BUG_NO_FENCE                               | rotator.pml | -DBUG_NO_FENCE                | safety | !(false_deadlock)"
+  "BUG_COUNT_FIRST (the first design)         | rotator.pml | -DBUG_COUNT_FIRST             | safety | !(false_deadlock)"
+  "BUG_NO_CAS                                 | rotator.pml | -DBUG_NO_CAS                  | safety | (sleeping[me]==0)"
+  "BUG_NO_WAIT                                | rotator.pml | -DBUG_NO_WAIT                 | safety | !(false_deadlock)"
+  # The switch's on-CPU byte against timer signals (issue #22): the switch verifies, the order
+  # of ursa before the fix is caught, and is harmless without signals; so is a picker that does
+  # not wait for the byte.
+  "switch verified M=3 NSIG=2                 | switch.pml  | -DM=3 -DNSIG=2                | safety | pass"
+  "switch verified M=5 NSIG=3                 | switch.pml  | -DM=5 -DNSIG=3                | safety | pass"
+  "switch BUG_CLEAR_BEFORE_MOVE, no signals   | switch.pml  | -DBUG_CLEAR_BEFORE_MOVE -DNSIG=0 | safety | pass"
+  "switch BUG_CLEAR_BEFORE_MOVE (issue #22)   | switch.pml  | -DBUG_CLEAR_BEFORE_MOVE       | safety | !(frame_clobbered)"
+  "switch BUG_NO_ONCPU_WAIT                   | switch.pml  | -DBUG_NO_ONCPU_WAIT           | safety | !(resumed_twice)"
 )
 
 # Up to $URSA_MODEL_JOBS checks at a time (default: the CPUs, at most 4); lines in order.
@@ -96,9 +106,9 @@ trim() { local x=$1; x=${x#"${x%%[![:space:]]*}"}; printf '%s' "${x%"${x##*[![:s
 pids=(); shown=0
 show_next() { wait "${pids[$shown]}"; cat "$tmp/$shown.out"; shown=$((shown + 1)); }
 for i in "${!checks[@]}"; do
-  IFS='|' read -r label defs mode expect <<<"${checks[$i]}"
+  IFS='|' read -r label model defs mode expect <<<"${checks[$i]}"
   while [ $((i - shown)) -ge "$jobs" ]; do show_next; done
-  run "$i" "$(trim "$label")" "$(trim "$defs")" "$(trim "$mode")" "$(trim "$expect")" >"$tmp/$i.out" 2>&1 &
+  run "$i" "$(trim "$label")" "$(trim "$model")" "$(trim "$defs")" "$(trim "$mode")" "$(trim "$expect")" >"$tmp/$i.out" 2>&1 &
   pids[i]=$!
 done
 while [ "$shown" -lt "${#checks[@]}" ]; do show_next; done

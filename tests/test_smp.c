@@ -879,3 +879,225 @@ TEST_IMPL(smp_bad_configuration) {
   ASSERT_STR_CONTAINS(out, "policy rotator");         /* the defaults took over */
   return 0;
 }
+
+/* ---- torture: the rotator's interval timer x Protect Queue overflow x wake-ups (issue #22) ------
+ * Two VPs, the interval timer at its shortest period (100 us) and both queues at capacity 1, so
+ * that nearly every ready thread goes through a VP's overflow list and the Waiver Queue ring, and
+ * the timer's step moves them between two instructions of the running thread: ~1,000 threads wait
+ * on semaphores (timed waits racing posts too), mutexes (timed too), condition variables (timed
+ * too), M-structures and joins, and yield.  A thread scheduled on two VPs at once shows as a wait
+ * that returns without what it waited for (the checks below), a crash on a corrupted stack, or
+ * with -DURSA_DEBUG as ursa's own assertion that a thread it picks is READY.
+ * The suite runs rounds for ~2 s (what it asserts does not depend on how many); a longer run by
+ * hand: URSA_TORTURE_SECONDS=10 ursa_tests smp_torture_rotate_timer_tiny_queues.
+ * URSA_TORTURE_NO_TIMER=1 runs it without the interval timer (for comparison). */
+
+#define TT_WORKERS 1000
+#define TT_OPS 24
+#define TT_SEM_UNITS 3
+#define TT_MVAR_EVERY 6                       /* ops TT_MVAR_EVERY-1, 2*TT_MVAR_EVERY-1, ...: mvar */
+static ursa_sem_t tt_sem, tt_tsem;
+static ursa_mutex_t tt_mx, tt_cmx;
+static ursa_cond_t tt_cv;
+static ursa_mvar_t tt_mv;
+static _Atomic int tt_sem_in, tt_mx_in;
+static int tt_tokens, tt_made, tt_used;      /* under tt_cmx */
+static _Atomic long tt_tposts, tt_tok, tt_tto, tt_mx_to, tt_sem_to, tt_cv_to, tt_joins, tt_ops;
+static _Atomic long tt_put_sum, tt_take_sum;
+static uint64_t tt_seed;
+
+static void tt_sem_op(uint64_t *s) {
+  unsigned how = rnd(s, 3);
+  int r = 0;
+  if (how == 0) {
+    ASSERT_OK(ursa_sem_wait(&tt_sem));
+  } else if (how == 1) {                      /* a timer races the posts */
+    struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 20000 + rnd(s, 200) * 1000u);
+    r = ursa_sem_timedwait(&tt_sem, CLOCK_MONOTONIC, &ts);
+    if (r == -ETIMEDOUT) { atomic_fetch_add(&tt_sem_to, 1); return; }
+    ASSERT_OK(r);
+  } else if (ursa_sem_trywait(&tt_sem) != 0) {
+    ASSERT_OK(ursa_sem_wait(&tt_sem));
+  }
+  if (atomic_fetch_add(&tt_sem_in, 1) >= TT_SEM_UNITS) FAIL("more semaphore holders than units");
+  if (rnd(s, 2)) ursa_yield();
+  atomic_fetch_sub(&tt_sem_in, 1);
+  ASSERT_OK(ursa_sem_post(&tt_sem));
+}
+
+static void tt_mutex_op(uint64_t *s) {
+  if (rnd(s, 2)) {
+    ASSERT_OK(ursa_mutex_lock(&tt_mx));
+  } else {
+    struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10000 + rnd(s, 200) * 1000u);
+    int r = ursa_mutex_timedlock(&tt_mx, CLOCK_MONOTONIC, &ts);
+    if (r == -ETIMEDOUT) { atomic_fetch_add(&tt_mx_to, 1); return; }
+    ASSERT_OK(r);
+  }
+  if (atomic_exchange(&tt_mx_in, 1) != 0) FAIL("two owners of a mutex");
+  if (rnd(s, 3) == 0) ursa_yield();           /* holding it across a switch */
+  atomic_store(&tt_mx_in, 0);
+  ASSERT_OK(ursa_mutex_unlock(&tt_mx));
+}
+
+static void tt_cond_op(uint64_t *s) {
+  ASSERT_OK(ursa_mutex_lock(&tt_cmx));
+  if (rnd(s, 2)) {                            /* produce */
+    tt_tokens++;
+    tt_made++;
+    ASSERT_OK(rnd(s, 2) ? ursa_cond_signal(&tt_cv) : ursa_cond_broadcast(&tt_cv));
+  } else {                                    /* consume, with a deadline */
+    struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10000 + rnd(s, 300) * 1000u);
+    int r = 0;
+    while (tt_tokens == 0 && r == 0) r = ursa_cond_timedwait(&tt_cv, &tt_cmx, CLOCK_MONOTONIC, &ts);
+    ASSERT(r == 0 || r == -ETIMEDOUT);
+    if (tt_tokens > 0) { tt_tokens--; tt_used++; }
+    else atomic_fetch_add(&tt_cv_to, 1);
+  }
+  ASSERT_OK(ursa_mutex_unlock(&tt_cmx));
+}
+
+static void tt_race_op(uint64_t *s) {         /* timed waits against posts from anywhere */
+  if (rnd(s, 2)) {
+    atomic_fetch_add(&tt_tposts, 1);
+    ASSERT_OK(ursa_sem_post(&tt_tsem));
+  } else {
+    struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 5000 + rnd(s, 100) * 1000u);
+    int r = ursa_sem_timedwait(&tt_tsem, CLOCK_MONOTONIC, &ts);
+    if (r == 0) atomic_fetch_add(&tt_tok, 1);
+    else { ASSERT_EQ(r, -ETIMEDOUT); atomic_fetch_add(&tt_tto, 1); }
+  }
+}
+
+static void *tt_child(void *arg) {
+  uint64_t s = (uint64_t)(uintptr_t)arg | 1u;
+  unsigned k = rnd(&s, 3);
+  while (k--) ursa_yield();
+  tt_race_op(&s);
+  return (void *)((uintptr_t)arg ^ 0x5a5a);
+}
+
+static void *tt_worker(void *arg) {
+  int id = (int)(intptr_t)arg, i, nth = 0;
+  uint64_t s = tt_seed ^ ((uint64_t)(id + 1) * 0x9e3779b97f4a7c15ull);
+  if (s == 0) s = 1;
+  for (i = 0; i < TT_OPS; i++) {
+    if (i % TT_MVAR_EVERY == TT_MVAR_EVERY - 1) {   /* even ids put, odd ids take as many */
+      if (id % 2 == 0) {
+        long v = (long)id * 1000 + nth + 1;
+        ASSERT_OK(ursa_mvar_put(&tt_mv, (void *)(intptr_t)v));
+        atomic_fetch_add(&tt_put_sum, v);
+      } else {
+        void *v;
+        ASSERT_OK(ursa_mvar_take(&tt_mv, &v));
+        ASSERT((intptr_t)v > 0);
+        atomic_fetch_add(&tt_take_sum, (long)(intptr_t)v);
+      }
+      nth++;
+      continue;
+    }
+    switch (rnd(&s, 7)) {
+    case 0: tt_sem_op(&s); break;
+    case 1: tt_mutex_op(&s); break;
+    case 2: tt_cond_op(&s); break;
+    case 3: tt_race_op(&s); break;
+    case 4: {                                 /* create and join a child */
+      ursa_thread_t c;
+      void *r;
+      uintptr_t a = (uintptr_t)rng_next(&s) << 1;
+      ASSERT_OK(ursa_create(&c, NULL, tt_child, (void *)a));
+      if (rnd(&s, 2)) ursa_yield();
+      ASSERT_OK(ursa_join(c, &r));
+      ASSERT_EQ((uintptr_t)r, a ^ 0x5a5a);
+      atomic_fetch_add(&tt_joins, 1);
+      break;
+    }
+    case 5: ursa_yield(); break;
+    default: ASSERT_OK(ursa_sleep_ns(rnd(&s, 50) * 1000u)); break;
+    }
+    atomic_fetch_add(&tt_ops, 1);
+  }
+  return (void *)(intptr_t)(id + 7);
+}
+
+/* One round: TT_WORKERS threads to the end, then every invariant. */
+static void tt_round(int workers) {
+  static ursa_thread_t t[TT_WORKERS];
+  int i, v;
+  long expect_ops = 0;
+  ASSERT_OK(ursa_sem_init(&tt_sem, TT_SEM_UNITS));
+  ASSERT_OK(ursa_sem_init(&tt_tsem, 0));
+  ASSERT_OK(ursa_mutex_init(&tt_mx, URSA_MUTEX_NORMAL));
+  ASSERT_OK(ursa_mutex_init(&tt_cmx, URSA_MUTEX_NORMAL));
+  ASSERT_OK(ursa_cond_init(&tt_cv));
+  ASSERT_OK(ursa_mvar_init(&tt_mv));
+  tt_tokens = tt_made = tt_used = 0;
+  atomic_store(&tt_tposts, 0);
+  atomic_store(&tt_tok, 0);
+  atomic_store(&tt_ops, 0);
+  atomic_store(&tt_put_sum, 0);
+  atomic_store(&tt_take_sum, 0);
+  for (i = 0; i < workers; i++) ASSERT_OK(ursa_create(&t[i], NULL, tt_worker, (void *)(intptr_t)i));
+  for (i = 0; i < workers; i++) {
+    void *r;
+    ASSERT_OK(ursa_join(t[i], &r));
+    ASSERT_EQ((intptr_t)r, i + 7);
+  }
+  for (i = 0; i < TT_OPS; i++) if (i % TT_MVAR_EVERY != TT_MVAR_EVERY - 1) expect_ops++;
+  ASSERT_EQ(atomic_load(&tt_ops), expect_ops * workers);
+  ASSERT_OK(ursa_sem_getvalue(&tt_sem, &v));
+  ASSERT_EQ(v, TT_SEM_UNITS);                 /* no unit lost or made up */
+  ASSERT_OK(ursa_sem_getvalue(&tt_tsem, &v));
+  ASSERT_EQ(atomic_load(&tt_tok) + v, atomic_load(&tt_tposts));   /* each post taken once or left */
+  ASSERT_EQ(tt_made, tt_used + tt_tokens);
+  ASSERT_EQ(atomic_load(&tt_put_sum), atomic_load(&tt_take_sum));
+  ASSERT_EQ(atomic_load(&tt_sem_in), 0);
+  ASSERT_EQ(atomic_load(&tt_mx_in), 0);
+  ASSERT_OK(ursa_mvar_destroy(&tt_mv));
+  ASSERT_OK(ursa_cond_destroy(&tt_cv));
+  ASSERT_OK(ursa_mutex_destroy(&tt_cmx));
+  ASSERT_OK(ursa_mutex_destroy(&tt_mx));
+  ASSERT_OK(ursa_sem_destroy(&tt_tsem));
+  ASSERT_OK(ursa_sem_destroy(&tt_sem));
+}
+
+TEST_IMPL(smp_torture_rotate_timer_tiny_queues) {
+  ursa_config_t c;
+  const char *e = getenv("URSA_TORTURE_SECONDS");
+  double secs = e && *e ? atof(e) : 2.0;
+  int timer = !(getenv("URSA_TORTURE_NO_TIMER") && atoi(getenv("URSA_TORTURE_NO_TIMER")));
+  int workers = TEST_UNDER_VALGRIND ? TT_WORKERS / 10 : TT_WORKERS, rounds = 0, r;
+  uint64_t t0 = test_now_ns(), end = t0 + (uint64_t)(secs * 1e9);
+  ursa_stats_t st;
+  tt_seed = stress_seed("smp_torture_rotate_timer_tiny_queues");
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  c.pq_cap = 1;
+  c.wq_cap = 1;
+  c.rotate_us = timer ? 100 : 0;
+  r = ursa_init(&c);
+  if (r == -ENOTSUP) {                        /* TSan: no interval timer; the tiny queues alone */
+    printf("no interval timer here: the tiny queues alone\n");
+    c.rotate_us = 0;
+    timer = 0;
+    r = ursa_init(&c);
+  }
+  ASSERT_OK(r);
+  atomic_store(&tt_sem_to, 0);
+  atomic_store(&tt_mx_to, 0);
+  atomic_store(&tt_cv_to, 0);
+  atomic_store(&tt_joins, 0);
+  atomic_store(&tt_tto, 0);
+  do {
+    tt_round(workers);
+    rounds++;
+  } while (test_now_ns() < end);
+  ASSERT_OK(ursa_stats(&st));
+  printf("%d rounds of %d threads in %.1f s (timer %s): %ld joins; timeouts: sem %ld, mutex %ld, "
+         "cond %ld, race %ld; %llu migrations, %llu switches\n", rounds, workers,
+         (double)(test_now_ns() - t0) / 1e9, timer ? "100 us" : "off", atomic_load(&tt_joins),
+         atomic_load(&tt_sem_to), atomic_load(&tt_mx_to), atomic_load(&tt_cv_to), atomic_load(&tt_tto),
+         (unsigned long long)st.migrations, (unsigned long long)st.switches);
+  ASSERT_OK(ursa_fini());
+  return 0;
+}

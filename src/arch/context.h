@@ -44,8 +44,10 @@ typedef struct ursa__ctx {
 
 /* The "on CPU" byte of a context: 1 while a kernel thread runs it or is still saving it, 0 once
  * a switch has saved every register of it.  The switch clears it itself, as its last store to the
- * suspended context (x86-64: a plain store, ordered after the saves by TSO; AArch64: a store-
- * release; ucontext: the resumed side clears its predecessor's, after swapcontext returned).  A
+ * suspended context and only once the stack pointer is on the resumed context's stack (x86-64: a
+ * plain store, ordered after the saves by TSO; AArch64: a store-release; ucontext: the resumed
+ * side clears its predecessor's, after swapcontext returned): from then on another VP may run the
+ * suspended thread on its stack, where a signal taken by this kernel thread would put its frame.  A
  * scheduler that takes a thread another kernel thread put on a queue must see 0 here (acquire)
  * before it switches to it: see the SMP protocol in src/sched/vp.c. */
 static inline unsigned char *ursa__ctx_oncpu(ursa__ctx_t *c) {

@@ -59,12 +59,20 @@ ursa__ctx_switch:
 
         mov     x9, sp
         str     x9, [x0]                /* from->sp = SP */
+        ldr     x1, [x1]                /* to->sp */
+        mov     sp, x1                  /* SP = to->sp: now on the other stack */
+        .globl  ursa__ctx_switch_moved          /* the first instruction on to's stack (the debug */
+        .hidden ursa__ctx_switch_moved          /* check in src/model/preempt.c) */
+ursa__ctx_switch_moved:
         add     x9, x0, #8
         stlrb   wzr, [x9]               /* from's on-CPU byte = 0, release: every save above is
                                            visible before it (pairs with the acquire load of a
-                                           scheduler on another VP that takes from off a queue) */
-        ldr     x1, [x1]                /* to->sp */
-        mov     sp, x1                  /* SP = to->sp: now on the other stack */
+                                           scheduler on another VP that takes from off a queue).
+                                           Only now that SP has left from's stack: from this store
+                                           on another VP may run from there, and a signal (cp-ts,
+                                           URSA_ROTATE_US) taken while SP still pointed into it
+                                           would have the kernel write its frame into the resumed
+                                           from's frames (issue #22) */
 
         ldr     x9, [sp, #0xa0]
         msr     fpcr, x9                /* restore FPCR */

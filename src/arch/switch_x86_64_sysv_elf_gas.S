@@ -51,13 +51,23 @@ ursa__ctx_switch:
         movq    %r15, 0x38(%rdi)        /* save R15 */
         stmxcsr 0x40(%rdi)              /* save MXCSR */
         fnstcw  0x44(%rdi)              /* save x87 control word */
-        movb    $0, 0x46(%rdi)          /* on-CPU = 0: from is saved (TSO orders it after the
-                                           saves; pairs with the acquire load of a scheduler on
-                                           another VP that takes from off a queue) */
 
         movq    0x00(%rsi), %r8         /* to's RIP, loaded early for the jump */
         movq    0x08(%rsi), %rsp        /* RSP = to's: from here on we are on the other stack */
+        .globl  ursa__ctx_switch_moved          /* the first instruction on to's stack (the debug */
+        .hidden ursa__ctx_switch_moved          /* check in src/model/preempt.c) */
+ursa__ctx_switch_moved:
         .cfi_undefined rip
+        movb    $0, 0x46(%rdi)          /* on-CPU = 0: from is saved and its stack no longer ours
+                                           (TSO orders it after the saves; pairs with the acquire
+                                           load of a scheduler on another VP that takes from off
+                                           a queue).  Only now that RSP has left from's stack:
+                                           from this store on another VP may run from there, and
+                                           a signal (cp-ts, URSA_ROTATE_US) taken while RSP still
+                                           pointed into it would have the kernel write its frame
+                                           below from's SP, into the frames of the resumed from
+                                           (issue #22: with the store before the move, the two
+                                           overwrote each other) */
         movq    0x10(%rsi), %rbx        /* restore RBX */
         movq    0x18(%rsi), %rbp        /* restore RBP */
         movq    0x20(%rsi), %r12        /* restore R12 */

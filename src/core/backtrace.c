@@ -12,7 +12,7 @@
  * without its header, on AArch64 with the assembly switch, or when the library cannot be loaded,
  * a dump says "backtrace unavailable (<why>)" instead.
  *
- * Who may call: ursa_dump (any ursa thread) and the dump thread (src/core/runtime.c).  The thread
+ * Who may call: ursa_dump (any ursa thread) and the dump thread (src/runtime/dumpsig.c).  The thread
  * must not run while it is unwound: the caller checks that it is suspended (on-CPU byte 0) before
  * and after, and says so when another VP resumed it meanwhile (its frames may then be wrong).
  */

@@ -126,6 +126,33 @@ static inline void pc_sp(const ucontext_t *uc, uintptr_t *pc, uintptr_t *sp) {
 #endif
 }
 
+#if defined(URSA_DEBUG) && !defined(URSA_CONTEXT_UCONTEXT)
+/* Debug builds, several VPs: a signal taken inside the switch before it moved the stack pointer to
+ * the resumed thread's stack must find the suspended thread's on-CPU byte still set.  The switch
+ * (src/arch/) clears it only after the move: once it is 0 another VP may resume that thread on
+ * its stack, and a signal taken while the stack pointer is still there has the kernel write the
+ * signal's frame into the stack the other VP is running on (issue #22: the two corrupt each
+ * other, and a VP resumed a wrong context or jumped to 0).  The first argument register holds
+ * `from` until the move. */
+extern const char ursa__ctx_switch_moved[] __attribute__((visibility("hidden")));
+static void check_switch_window(const struct ursa__vp *vp, const ucontext_t *uc) {
+  uintptr_t pc, sp, from;
+  pc_sp(uc, &pc, &sp);
+  if (vp->mode != URSA__SMPMODE || pc - (uintptr_t)&ursa__ctx_switch >=
+                  (uintptr_t)ursa__ctx_switch_moved - (uintptr_t)&ursa__ctx_switch)
+    return;
+#if defined(__x86_64__)
+  from = (uintptr_t)uc->uc_mcontext.gregs[REG_RDI];
+#else
+  from = (uintptr_t)uc->uc_mcontext.regs[0];
+#endif
+  if (__atomic_load_n(ursa__ctx_oncpu((ursa__ctx_t *)from), __ATOMIC_RELAXED) == 0)
+    URSA_PANIC("a signal was taken on the stack of a thread that the switch had already released");
+}
+#else
+#  define check_switch_window(vp, uc) ((void)0)
+#endif
+
 static sigset_t base_mask;                    /* VP 0's mask at ursa_init (every VP inherits it) */
 static sigset_t tick_set;                     /* { URSA__PREEMPT_SIGNAL } */
 
@@ -173,6 +200,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv) {
   uint64_t sw;
   int saved;
   URSA_UNUSED(sig);
+  if (vp != NULL) check_switch_window(vp, uc);
   if (vp == NULL || !(vp->timers_on & (1u << URSA__SIGTIMER_TS)) || si->si_code != SI_TIMER ||
       !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
     return;
@@ -356,6 +384,7 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   struct ursa__vp *vp = ursa__tls_vp;
   int saved;
   URSA_UNUSED(sig);
+  if (vp != NULL) check_switch_window(vp, ucv);
   if (vp == NULL || !(vp->timers_on & (1u << URSA__SIGTIMER_ROT)) || si->si_code != SI_TIMER || vp->x == NULL ||
       vp->cur == vp->x->idle || !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
     return;

@@ -1,6 +1,7 @@
 /*
- * sched_smp.h - the per-VP state of the SMP scheduler (several virtual processors), shared by
- * src/core (which calls in only when (vp->mode == URSA__SMPMODE) is set) and the files of src/sched.  See vp.c for the protocol.
+ * sched_smp.h - the per-VP state of the SMP scheduler (several virtual processors, URSA__SMPMODE),
+ * shared by the files of src/sched (sched.c and thread.c call in only in that mode) and by
+ * src/model and src/runtime above them.  See vp.c for the protocol.
  */
 #ifndef URSA_SCHED_SMP_H
 #define URSA_SCHED_SMP_H
@@ -58,7 +59,7 @@ struct ursa__smp {
 #endif
 };
 
-/* ---- called by the core (src/core/sched.c, thread.c, runtime.c) ------------------------------ */
+/* ---- called by sched.c, thread.c and runtime.c --------------------------------------------------- */
 URSA_HIDDEN int  ursa__smp_init(void);                      /* starts VPs 1..N-1               */
 URSA_HIDDEN void ursa__smp_fini(void (*stopped)(void));   /* stops and joins them; calls stopped
                                                               before their state is freed */

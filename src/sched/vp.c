@@ -15,11 +15,13 @@
  *
  * The on-CPU byte (arch/context.h): a thread can be made READY by another VP while its own VP is
  *   still switching away from it (it unlocked the object it waits on, then switches).  Every
- *   switch clears the byte of the thread it saved, as its last store to it, and sets the byte of
- *   the thread it resumes.  A VP that picks a thread whose byte is still set does not wait in the
- *   middle of its own switch (two VPs could then wait for each other): it switches to its idle
- *   context instead (saving its current thread), and the idle context waits for the byte (the
- *   other VP is a few instructions from clearing it) and then runs the thread.
+ *   switch clears the byte of the thread it saved, as its last store to it and only once its
+ *   stack pointer has left that thread's stack (a signal taken there would write its frame into
+ *   the stack another VP may already run: issue #22), and sets the byte of the thread it
+ *   resumes.  A VP that picks a thread whose byte is still set does not wait in the middle of
+ *   its own switch (two VPs could then wait for each other): it switches to its idle context
+ *   instead (saving its current thread), and the idle context waits for the byte (the other VP
+ *   is a few instructions from clearing it) and then runs the thread.
  *
  * Idle and sleep.  A VP with nothing to run switches to its idle context (VP 1..N-1: the kernel
  * thread's own stack; VP 0: a small ursa stack), which fires timers, looks for work, polls for at
@@ -307,9 +309,10 @@ static URSA_NOINLINE void ready_slow(struct ursa__vp *self, struct ursa__thread 
   pq_push(self, t);
 }
 
-/* The common case inline (a wake-up's hand-off, internal.h: ursa__smp_handoff_ok); the rest:
+/* The common case inline (a wake-up's hand-off, sched.h: ursa__smp_handoff_ok); the rest:
  * ready_slow. */
 static inline void ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
+  URSA_ASSERT(ursa__get_state(t) == URSA__READY);     /* its waker, timer or yield set it */
   if (ursa_likely(where == self && ursa__smp_handoff_ok(self, t))) {
     ursa__smp_handoff(self, t);
     return;
@@ -356,7 +359,10 @@ static URSA_NOINLINE struct ursa__thread *pick_slow(struct ursa__vp *vp, const s
     t->vp = home;                                      /* its region moved away: forward it */
     inbox_push(home, t);
   }
-  if (t) t->vp = vp;
+  if (t) {
+    URSA_ASSERT(ursa__get_state(t) == URSA__READY);   /* picked twice: scheduled on two VPs */
+    t->vp = vp;
+  }
   __atomic_store_n(&x->load, pq_len(vp), __ATOMIC_RELAXED);   /* for placement (URSA_VP_ANY) */
   if (x->busy != (t != NULL)) __atomic_store_n(&x->busy, (uint32_t)(t != NULL), __ATOMIC_RELAXED);
   return t;
@@ -377,6 +383,7 @@ static inline struct ursa__thread *pick_handoff(struct ursa__vp *vp) {
                   !ursa__g.region_balance && t->region == NULL && !t->pinned &&
                   (x->bwd_wq == NULL || ursa__wq_empty(x->bwd_wq)))) {
     q->next = NULL;
+    URSA_ASSERT(ursa__get_state(t) == URSA__READY);
     t->vp = vp;
     if (x->load != 0) __atomic_store_n(&x->load, 0u, __ATOMIC_RELAXED);   /* as pick_slow */
     if (x->busy != 1) __atomic_store_n(&x->busy, 1u, __ATOMIC_RELAXED);
@@ -548,6 +555,7 @@ static uint64_t next_deadline(struct ursa__vp *vp) {
 static void run_from_idle(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__thread *idle = vp->x->idle;
   ursa__oncpu_wait(t);
+  URSA_ASSERT(ursa__get_state(t) == URSA__READY);
   mark_on_cpu(t);
   ursa__switch_prepare(vp, idle, t);
   ursa__ctx_switch(&idle->ctx, &t->ctx, t->wake_result);
