@@ -1,6 +1,6 @@
 /*
  * vp.c - several virtual processors (VPs): their kernel threads, idle contexts, sleep and wake,
- * where a ready thread goes, and the switch paths of the core when (vp->mode == URSA__SMPMODE) is set.
+ * where a ready thread goes, and the switch paths of src/sched in URSA__SMPMODE.
  *
  * Who runs where
  *   VP 0 is the kernel thread that called ursa_init; VPs 1..N-1 are kernel threads started by
