@@ -143,8 +143,9 @@ static inline int ursa__obj_check(uint32_t *m, uint32_t magic, bool zeroable) {
   return -EINVAL;
 }
 
-/* The hottest operations (semaphores, mutexes) are written once as an always-inline body taking
- * `const bool smp` and instantiated twice, so the one-VP copy has no SMP test left in it. */
+/* The hottest operations (semaphores, create, join) are written once as an always-inline body
+ * taking the VP's mode as a constant and instantiated once per mode (core/vp.h), so the fast copy
+ * has no SMP or trace test left in it. */
 #define URSA__ALWAYS_INLINE inline __attribute__((always_inline))
 
 /* ---- the signals ursa takes (need <signal.h>) ------------------------------------------------- */

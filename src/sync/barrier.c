@@ -17,9 +17,7 @@ struct ursa__barrier {
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__barrier, ursa_barrier_t);
 
-#define BARRIER_OR_RETURN(x, b)                                               \
-  struct ursa__barrier *x = (struct ursa__barrier *)(b);                      \
-  if (x == NULL || x->magic != URSA__BARRIER_MAGIC) return -EINVAL
+#define BARRIER_OR_RETURN(x, b) URSA__OBJ_OR_RETURN(struct ursa__barrier, x, b, URSA__BARRIER_MAGIC, false)
 
 int ursa_barrier_init(ursa_barrier_t *b, unsigned count) {
   if (ursa__tls_vp == NULL) return -EPERM;

@@ -35,12 +35,8 @@ struct ursa__mvar {
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__mvar, ursa_mvar_t);
 
-#define IVAR_OR_RETURN(x, v)                                                  \
-  struct ursa__ivar *x = (struct ursa__ivar *)(v);                            \
-  if (x == NULL || x->magic != URSA__IVAR_MAGIC) return -EINVAL
-#define MVAR_OR_RETURN(x, v)                                                  \
-  struct ursa__mvar *x = (struct ursa__mvar *)(v);                            \
-  if (x == NULL || x->magic != URSA__MVAR_MAGIC) return -EINVAL
+#define IVAR_OR_RETURN(x, v) URSA__OBJ_OR_RETURN(struct ursa__ivar, x, v, URSA__IVAR_MAGIC, false)
+#define MVAR_OR_RETURN(x, v) URSA__OBJ_OR_RETURN(struct ursa__mvar, x, v, URSA__MVAR_MAGIC, false)
 
 /* ---- I-structures ----------------------------------------------------------------------------- */
 

@@ -20,9 +20,7 @@ struct ursa__sem {
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__sem, ursa_sem_t);
 
-#define SEM_OR_RETURN(x, s)                                                   \
-  struct ursa__sem *x = (struct ursa__sem *)(s);                              \
-  if (ursa_unlikely(x == NULL || x->magic != URSA__SEM_MAGIC)) return -EINVAL
+#define SEM_OR_RETURN(x, s) URSA__OBJ_OR_RETURN(struct ursa__sem, x, s, URSA__SEM_MAGIC, false)
 
 int ursa_sem_init(ursa_sem_t *s, unsigned value) {
   if (ursa__tls_vp == NULL) return -EPERM;
