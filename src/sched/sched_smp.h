@@ -48,7 +48,9 @@ struct ursa__smp {
   uint32_t             inbox_n;       /* atomic: threads in the inbox                           */
   uint32_t             moves;         /* atomic: region moves were requested from this VP       */
 
-  /* sleep and wake (see vp.c): sleeping is 0 awake, 1 asleep until a timer, 2 asleep for good */
+  /* sleep and wake (the protocol in vp.c, checked by model/rotator.pml): sleeping is 0 awake,
+   * 2 going to sleep (published; asleep until a timer when it has one), 3 asleep with no timer
+   * (counted in ursa__g.sleepers) */
   _Alignas(64) uint32_t sleeping;     /* atomic                                                 */
   uint32_t             wakeseq;       /* atomic, the futex word                                 */
   uint32_t             load;          /* atomic, relaxed: ready threads here, for placement     */
