@@ -10,6 +10,7 @@
 #include "task.h"
 
 #include <signal.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,6 +123,14 @@ struct timespec test_deadline_in(int clock, uint64_t ns) {
   ts.tv_nsec += (long)(ns % 1000000000u);
   if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
   return ts;
+}
+
+/* Linux 6.13 added MADV_GUARD_INSTALL: from then on a guard page costs no VMA (tests/task.h). */
+int test_expect_free_guards(void) {
+  struct utsname u;
+  int major = 0, minor = 0;
+  if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2) return 0;
+  return major > 6 || (major == 6 && minor >= 13);
 }
 
 void run_child(void (*fn)(void), int *status, char *out, size_t size) {

@@ -492,7 +492,8 @@ TEST_IMPL(smp_rotate_timer_frees_stranded_threads) {
   c.pq_cap = 1;                               /* VP 0 keeps one ready thread, passes the rest */
   c.rotate_us = 1000;
   c.model = URSA_MODEL_PCM;
-  if ((i = ursa_init(&c)) == -ENOTSUP) RETURN_SKIP("no interval timer here (TSan, or malloc in the executable)");
+  if ((i = ursa_init(&c)) == -ENOTSUP)
+    SKIP_IF_ABSENT(TEST_EXPECT_PREEMPT, "no interval timer here (TSan, or malloc in the executable)");
   ASSERT_OK(i);
   ASSERT_OK(ursa_attr_init(&a));
   ASSERT_OK(ursa_attr_setvp(&a, 1));
@@ -520,7 +521,8 @@ TEST_IMPL(smp_rotate_timer_config) {
   c.rotate_us = 10000001;
   ASSERT_ERR(ursa_init(&c), -EINVAL);
   c.rotate_us = 100;                          /* the shortest: threads still run to completion */
-  if ((i = ursa_init(&c)) == -ENOTSUP) RETURN_SKIP("no interval timer here (TSan, or malloc in the executable)");
+  if ((i = ursa_init(&c)) == -ENOTSUP)
+    SKIP_IF_ABSENT(TEST_EXPECT_PREEMPT, "no interval timer here (TSan, or malloc in the executable)");
   ASSERT_OK(i);
   {
     ursa_thread_t t[16];
@@ -1077,6 +1079,7 @@ TEST_IMPL(smp_torture_rotate_timer_tiny_queues) {
   c.rotate_us = timer ? 100 : 0;
   r = ursa_init(&c);
   if (r == -ENOTSUP) {                        /* TSan: no interval timer; the tiny queues alone */
+    if (TEST_EXPECT_PREEMPT) FAIL("the interval timer was refused, but this build must support it");
     printf("no interval timer here: the tiny queues alone\n");
     c.rotate_us = 0;
     timer = 0;
