@@ -315,11 +315,6 @@ URSA_HIDDEN void ursa__thread_finish(struct ursa__vp *vp, void *result) __attrib
 
 /* Wakes, with -ETIMEDOUT, every thread of the VP whose deadline is at or before now. */
 URSA_HIDDEN void ursa__timers_fire(struct ursa__vp *vp, uint64_t now);
-URSA_HIDDEN uint64_t ursa__now(void);
-
-/* Converts an absolute deadline on clock to CLOCK_MONOTONIC ns: -EINVAL for a bad clock or
- * tv_nsec.  A deadline already passed gives 1 (the earliest representable). */
-URSA_HIDDEN int ursa__deadline(int clock, const struct timespec *abstime, uint64_t *out);
 
 /* Releases a finished thread: handle (goes stale) and stack (back to the pool).  The two halves
  * are separate for detached threads, whose stack is still in use when the handle is released. */
