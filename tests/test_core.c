@@ -221,6 +221,47 @@ TEST_IMPL(stack_sizes_and_pool) {
 
 static void *block_forever(void *arg) { ursa_sem_wait(arg); return NULL; }
 
+/* A thread that ends with ursa_exit deep in its own calls, on a stack that every thread reuses.
+ * Under TSan the stack's fiber serves them all (stack.c), and a finished thread's open frames
+ * must not stay on its shadow stack (sched.c, ursa__thread_entry): with them, 2000 threads of
+ * 100 frames would overrun its 65536 entries. */
+static char *deep_top[2];
+static volatile int deep_exits = 1;                /* (a path that returns, for the compiler) */
+
+static __attribute__((noinline)) int exit_deep(int depth, intptr_t result) {
+  volatile char frame[32];
+  frame[0] = (char)depth;
+  if (depth == 0) {
+    if (deep_exits) ursa_exit((void *)result);
+    return 0;
+  }
+  return exit_deep(depth - 1, result) + frame[0];     /* not a tail call: the frames stay */
+}
+
+static void *exits_deep(void *arg) {
+  char here;
+  deep_top[1] = &here;
+  return (void *)(intptr_t)exit_deep(100, (intptr_t)arg);
+}
+
+TEST_IMPL(stack_reuse_after_deep_exit) {
+  ursa_config_t cfg = { 0 };
+  ursa_thread_t t;
+  void *r;
+  intptr_t i, n = 20000 / TEST_TIME_FACTOR;
+  cfg.vps = 1;                                     /* one pool: the same stack every time */
+  ASSERT_OK(ursa_init(&cfg));
+  for (i = 0; i < n; i++) {
+    ASSERT_OK(ursa_create(&t, NULL, exits_deep, (void *)i));
+    ASSERT_OK(ursa_join(t, &r));
+    ASSERT_EQ((intptr_t)r, i);
+    if (i > 0) ASSERT_PTR_EQ(deep_top[1], deep_top[0]);
+    deep_top[0] = deep_top[1];
+  }
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
 static void vma_limit_scenario(void) {
   ursa_config_t cfg = { 0 };
   ursa_sem_t s;

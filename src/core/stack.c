@@ -20,6 +20,13 @@
  * goes to its VP's LIFO pool (up to stack_cache stacks); ursa_create takes from it first, so
  * creating from a warm pool makes no system call.  Other sizes are unmapped when released.
  *
+ * ThreadSanitizer.  Each mapping gets its TSan fiber when it is made and loses it when it is
+ * unmapped (and so at ursa_fini, which drains the pools): every thread the stack is given to
+ * switches to the same fiber, and a warm create makes none (creating one costs TSan a 0.8 MB
+ * memset, destroying one an munmap).  t->tsan_fiber survives reuse because create never clears
+ * the descriptor; VP 0's idle context, which does, keeps it (src/sched/vp.c).  A finished thread
+ * leaves the fiber as it found it (sched.c, ursa__thread_entry).
+ *
  * Overflow.  Every VP's kernel thread runs a SIGSEGV/SIGBUS handler on an alternate signal stack.
  * A fault inside the running thread's guard page prints
  *   ursa: stack overflow in thread <id> (<name>): stack [lo,hi) <size> bytes, fault at <addr>
@@ -40,6 +47,9 @@
 
 #if URSA_ASAN
 #include <sanitizer/asan_interface.h>
+#endif
+#if URSA_TSAN
+#include <sanitizer/tsan_interface.h>
 #endif
 #if URSA_VALGRIND
 #include <valgrind/valgrind.h>                /* client requests: a few no-op instructions natively */
@@ -112,6 +122,9 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
 #if URSA_VALGRIND
   t->vg_stack = VALGRIND_STACK_REGISTER(t->stack_lo, t->stack_lo + size);
 #endif
+#if URSA_TSAN
+  t->tsan_fiber = __tsan_create_fiber(0);
+#endif
   return t;
 fail:
   warn_vma_once("add a stack guard page");
@@ -121,6 +134,9 @@ fail:
 }
 
 static void stack_unmap(struct ursa__thread *t) {
+#if URSA_TSAN
+  __tsan_destroy_fiber(t->tsan_fiber);
+#endif
 #if URSA_VALGRIND
   VALGRIND_STACK_DEREGISTER(t->vg_stack);
 #endif
