@@ -88,6 +88,36 @@ static void warn_vma_once(const char *what) {
           what, strerror(errno));
 }
 
+#if URSA_ASAN
+/* Unpoisons [lo, lo + size) in ASan's shadow memory (one byte per 8 bytes of stack), at a cost
+ * that follows what was touched, not the size.  __asan_unpoison_memory_region memsets the
+ * shadow: for a 1 TiB stack that is 128 GiB of writes and as much RSS, though frames poison only
+ * the part of a stack that was used.  So the shadow's whole pages are dropped with MADV_DONTNEED
+ * instead (they read as zero again, as ASan does itself for large ranges; the kernel's work
+ * follows the pages that were present), and only the partial pages at the two ends are written.
+ * Below 64 KiB of shadow (512 KiB of stack: every default stack) the memset is cheaper. */
+#define URSA__SHADOW_DROP_MIN 65536u
+static void shadow_clear(char *lo, size_t size) {
+  size_t scale, offset, page = ursa__g.page;
+  uintptr_t s_lo, s_hi, p_lo, p_hi;
+  char *mid_lo, *mid_hi;
+  __asan_get_shadow_mapping(&scale, &offset);
+  s_lo = ((uintptr_t)lo >> scale) + offset;
+  s_hi = (((uintptr_t)lo + size) >> scale) + offset;
+  p_lo = (s_lo + page - 1) & ~(uintptr_t)(page - 1);
+  p_hi = s_hi & ~(uintptr_t)(page - 1);
+  if (p_hi <= p_lo || p_hi - p_lo < URSA__SHADOW_DROP_MIN ||
+      madvise((void *)p_lo, p_hi - p_lo, MADV_DONTNEED) != 0) {
+    ASAN_UNPOISON_MEMORY_REGION(lo, size);
+    return;
+  }
+  mid_lo = (char *)((p_lo - offset) << scale);           /* the stack bytes those pages cover */
+  mid_hi = (char *)((p_hi - offset) << scale);
+  ASAN_UNPOISON_MEMORY_REGION(lo, (size_t)(mid_lo - lo));
+  ASAN_UNPOISON_MEMORY_REGION(mid_hi, (size_t)(lo + size - mid_hi));
+}
+#endif
+
 static struct ursa__thread *stack_map(size_t size, int *err) {
   size_t guard = ursa__g.guard_size, page = ursa__g.page;
   char *map;
@@ -105,7 +135,7 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
 #if URSA_ASAN
   /* The range may have held an earlier stack (unmapped by a previous ursa_fini) whose frames
    * left redzones in ASan's shadow memory: a fresh mapping starts clean. */
-  ASAN_UNPOISON_MEMORY_REGION(map, size + guard);
+  shadow_clear(map, size + guard);
 #endif
   if (ursa__g.guard_mode == 0 && madv_guard_ok) {
     if (madvise(map, guard, MADV_GUARD_INSTALL) != 0) {
@@ -149,13 +179,13 @@ struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_t size, int 
     t = vp->pool;
     vp->pool = t->qnext;
     vp->pool_len--;
-  } else if ((t = stack_map(size, err)) == NULL) {
-    return NULL;
-  }
 #if URSA_ASAN
-  /* Frames of the previous owner never returned; their redzones must not poison the new one. */
-  ASAN_UNPOISON_MEMORY_REGION(t->stack_lo, t->stack_size);
+    /* Frames of the previous owner never returned; their redzones must not poison the new one. */
+    shadow_clear(t->stack_lo, t->stack_size);
 #endif
+  } else if ((t = stack_map(size, err)) == NULL) {
+    return NULL;                                  /* (a fresh mapping was cleared by stack_map) */
+  }
   return t;
 }
 
