@@ -221,6 +221,47 @@ TEST_IMPL(stack_sizes_and_pool) {
 
 static void *block_forever(void *arg) { ursa_sem_wait(arg); return NULL; }
 
+/* A thread that ends with ursa_exit deep in its own calls, on a stack that every thread reuses.
+ * Under TSan the stack's fiber serves them all (stack.c), and a finished thread's open frames
+ * must not stay on its shadow stack (sched.c, ursa__thread_entry): with them, 2000 threads of
+ * 100 frames would overrun its 65536 entries. */
+static char *deep_top[2];
+static volatile int deep_exits = 1;                /* (a path that returns, for the compiler) */
+
+static __attribute__((noinline)) int exit_deep(int depth, intptr_t result) {
+  volatile char frame[32];
+  frame[0] = (char)depth;
+  if (depth == 0) {
+    if (deep_exits) ursa_exit((void *)result);
+    return 0;
+  }
+  return exit_deep(depth - 1, result) + frame[0];     /* not a tail call: the frames stay */
+}
+
+static void *exits_deep(void *arg) {
+  char here;
+  deep_top[1] = &here;
+  return (void *)(intptr_t)exit_deep(100, (intptr_t)arg);
+}
+
+TEST_IMPL(stack_reuse_after_deep_exit) {
+  ursa_config_t cfg = { 0 };
+  ursa_thread_t t;
+  void *r;
+  intptr_t i, n = 20000 / TEST_TIME_FACTOR;
+  cfg.vps = 1;                                     /* one pool: the same stack every time */
+  ASSERT_OK(ursa_init(&cfg));
+  for (i = 0; i < n; i++) {
+    ASSERT_OK(ursa_create(&t, NULL, exits_deep, (void *)i));
+    ASSERT_OK(ursa_join(t, &r));
+    ASSERT_EQ((intptr_t)r, i);
+    if (i > 0) ASSERT_PTR_EQ(deep_top[1], deep_top[0]);
+    deep_top[0] = deep_top[1];
+  }
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
 static void vma_limit_scenario(void) {
   ursa_config_t cfg = { 0 };
   ursa_sem_t s;
@@ -481,6 +522,58 @@ static long vm_size_kib(void) {
 }
 
 static void *nothing(void *arg) { return arg; }
+
+/* ---- a huge stack costs what it touches ------------------------------------------------------- */
+
+static long peak_rss_kib(void) {
+  char line[256];
+  long kib = -1;
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+  fclose(f);
+  return kib;
+}
+
+static void *touch_256k(void *arg) {
+  volatile char buf[256 * 1024];
+  size_t i;
+  for (i = 0; i < sizeof buf; i += 4096) buf[i] = (char)i;
+  return (void *)(uintptr_t)(buf[4096] + (arg != NULL));
+}
+
+TEST_IMPL(stack_huge_costs_what_it_touches) {
+  /* A stack is mapped with MAP_NORESERVE, so a 1 TiB one may be asked for; with ASan, clearing
+   * its shadow memory by memset touched an eighth of it (16 GB of RSS in 40 s, issue #22). The
+   * peak RSS must grow by the pages used, far less than 64 MiB.  Where the system refuses such a
+   * mapping (overcommit, address space) the largest of the smaller sizes that works is used. */
+  static const size_t sizes[] = { (size_t)1 << 40, (size_t)64 << 30, (size_t)4 << 30, (size_t)1 << 30 };
+  ursa_attr_t a;
+  ursa_thread_t t;
+  void *r;
+  long before, after;
+  size_t i;
+  int err = -1;
+  ASSERT_OK(ursa_init(NULL));
+  ASSERT_OK(ursa_attr_init(&a));
+  before = peak_rss_kib();
+  ASSERT_GE(before, 0);
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    ASSERT_OK(ursa_attr_setstacksize(&a, sizes[i]));
+    err = ursa_create(&t, &a, touch_256k, NULL);
+    if (err == 0) break;
+    ASSERT(err == -EAGAIN || err == -ENOMEM);
+  }
+  ASSERT_OK(err);
+  ASSERT_OK(ursa_join(t, &r));
+  after = peak_rss_kib();
+  printf("stack of %zu GiB: peak RSS %ld -> %ld KiB\n", sizes[i] >> 30, before, after);
+  ASSERT_LT(after - before, 64 * 1024);
+  ASSERT_OK(ursa_attr_destroy(&a));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
 
 TEST_IMPL(stack_warm_pool_needs_no_mmap) {
   /* With the address space capped at its current size no new mapping can be made, so creates

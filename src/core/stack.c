@@ -20,6 +20,13 @@
  * goes to its VP's LIFO pool (up to stack_cache stacks); ursa_create takes from it first, so
  * creating from a warm pool makes no system call.  Other sizes are unmapped when released.
  *
+ * ThreadSanitizer.  Each mapping gets its TSan fiber when it is made and loses it when it is
+ * unmapped (and so at ursa_fini, which drains the pools): every thread the stack is given to
+ * switches to the same fiber, and a warm create makes none (creating one costs TSan a 0.8 MB
+ * memset, destroying one an munmap).  t->tsan_fiber survives reuse because create never clears
+ * the descriptor; VP 0's idle context, which does, keeps it (src/sched/vp.c).  A finished thread
+ * leaves the fiber as it found it (sched.c, ursa__thread_entry).
+ *
  * Overflow.  Every VP's kernel thread runs a SIGSEGV/SIGBUS handler on an alternate signal stack.
  * A fault inside the running thread's guard page prints
  *   ursa: stack overflow in thread <id> (<name>): stack [lo,hi) <size> bytes, fault at <addr>
@@ -39,6 +46,9 @@
 
 #if URSA_ASAN
 #include <sanitizer/asan_interface.h>
+#endif
+#if URSA_TSAN
+#include <sanitizer/tsan_interface.h>
 #endif
 #if URSA_VALGRIND
 #include <valgrind/valgrind.h>                /* client requests: a few no-op instructions natively */
@@ -77,6 +87,36 @@ static void warn_vma_once(const char *what) {
           what, strerror(errno));
 }
 
+#if URSA_ASAN
+/* Unpoisons [lo, lo + size) in ASan's shadow memory (one byte per 8 bytes of stack), at a cost
+ * that follows what was touched, not the size.  __asan_unpoison_memory_region memsets the
+ * shadow: for a 1 TiB stack that is 128 GiB of writes and as much RSS, though frames poison only
+ * the part of a stack that was used.  So the shadow's whole pages are dropped with MADV_DONTNEED
+ * instead (they read as zero again, as ASan does itself for large ranges; the kernel's work
+ * follows the pages that were present), and only the partial pages at the two ends are written.
+ * Below 64 KiB of shadow (512 KiB of stack: every default stack) the memset is cheaper. */
+#define URSA__SHADOW_DROP_MIN 65536u
+static void shadow_clear(char *lo, size_t size) {
+  size_t scale, offset, page = ursa__g.page;
+  uintptr_t s_lo, s_hi, p_lo, p_hi;
+  char *mid_lo, *mid_hi;
+  __asan_get_shadow_mapping(&scale, &offset);
+  s_lo = ((uintptr_t)lo >> scale) + offset;
+  s_hi = (((uintptr_t)lo + size) >> scale) + offset;
+  p_lo = (s_lo + page - 1) & ~(uintptr_t)(page - 1);
+  p_hi = s_hi & ~(uintptr_t)(page - 1);
+  if (p_hi <= p_lo || p_hi - p_lo < URSA__SHADOW_DROP_MIN ||
+      madvise((void *)p_lo, p_hi - p_lo, MADV_DONTNEED) != 0) {
+    ASAN_UNPOISON_MEMORY_REGION(lo, size);
+    return;
+  }
+  mid_lo = (char *)((p_lo - offset) << scale);           /* the stack bytes those pages cover */
+  mid_hi = (char *)((p_hi - offset) << scale);
+  ASAN_UNPOISON_MEMORY_REGION(lo, (size_t)(mid_lo - lo));
+  ASAN_UNPOISON_MEMORY_REGION(mid_hi, (size_t)(lo + size - mid_hi));
+}
+#endif
+
 static struct ursa__thread *stack_map(size_t size, int *err) {
   size_t guard = ursa__g.guard_size, page = ursa__g.page;
   char *map;
@@ -94,7 +134,7 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
 #if URSA_ASAN
   /* The range may have held an earlier stack (unmapped by a previous ursa_fini) whose frames
    * left redzones in ASan's shadow memory: a fresh mapping starts clean. */
-  ASAN_UNPOISON_MEMORY_REGION(map, size + guard);
+  shadow_clear(map, size + guard);
 #endif
   if (ursa__g.guard_mode == 0 && madv_guard_ok) {
     if (madvise(map, guard, MADV_GUARD_INSTALL) != 0) {
@@ -111,6 +151,9 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
 #if URSA_VALGRIND
   t->vg_stack = VALGRIND_STACK_REGISTER(t->stack_lo, t->stack_lo + size);
 #endif
+#if URSA_TSAN
+  t->tsan_fiber = __tsan_create_fiber(0);
+#endif
   return t;
 fail:
   warn_vma_once("add a stack guard page");
@@ -120,6 +163,9 @@ fail:
 }
 
 static void stack_unmap(struct ursa__thread *t) {
+#if URSA_TSAN
+  __tsan_destroy_fiber(t->tsan_fiber);
+#endif
 #if URSA_VALGRIND
   VALGRIND_STACK_DEREGISTER(t->vg_stack);
 #endif
@@ -132,13 +178,13 @@ struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_t size, int 
     t = vp->pool;
     vp->pool = t->qnext;
     vp->pool_len--;
-  } else if ((t = stack_map(size, err)) == NULL) {
-    return NULL;
-  }
 #if URSA_ASAN
-  /* Frames of the previous owner never returned; their redzones must not poison the new one. */
-  ASAN_UNPOISON_MEMORY_REGION(t->stack_lo, t->stack_size);
+    /* Frames of the previous owner never returned; their redzones must not poison the new one. */
+    shadow_clear(t->stack_lo, t->stack_size);
 #endif
+  } else if ((t = stack_map(size, err)) == NULL) {
+    return NULL;                                  /* (a fresh mapping was cleared by stack_map) */
+  }
   return t;
 }
 

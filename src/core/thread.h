@@ -24,6 +24,10 @@
 #include "base.h"
 #include "../arch/context.h"
 
+#if URSA_TSAN
+#include <setjmp.h>
+#endif
+
 enum ursa__state { URSA__RUNNING = 1, URSA__READY, URSA__BLOCKED, URSA__ZOMBIE };
 
 /* What a blocked thread waits on (wait_kind): a number whose meaning the layer that blocks it
@@ -111,7 +115,10 @@ struct ursa__thread {
   void                *asan_fake;    /* ASan fake stack of t while suspended                   */
 #endif
 #if URSA_TSAN
-  void                *tsan_fiber;
+  void                *tsan_fiber;   /* the TSan fiber of t's stack: made and destroyed with the
+                                        mapping (stack.c), so every thread on it reuses it       */
+  struct ursa__thread *tsan_to;      /* the target of t's last switch (ursa__thread_entry)      */
+  jmp_buf              tsan_jb;      /* ursa__thread_entry's frame, which makes that switch     */
 #endif
 #if URSA_VALGRIND
   unsigned             vg_stack;     /* VALGRIND_STACK_REGISTER id of this stack               */

@@ -163,6 +163,40 @@ void ursa__reap(struct ursa__vp *vp) {
   }
 }
 
+#if URSA_TSAN
+/* ThreadSanitizer keeps, per fiber, a shadow call stack: every instrumented function pushes its
+ * return address on entry and pops it on return.  A thread's TSan fiber belongs to its stack and
+ * serves every thread that stack is given to (stack.c; creating and destroying a fiber per thread
+ * cost 0.8 MB of memset and an munmap each).  But a finished thread never returns: the frames
+ * open at its last switch (this entry, ursa__thread_finish, ursa__smp_finish, or any depth of
+ * frames above ursa_exit) would stay on the fiber's shadow stack, under every later thread's
+ * frames in the reports, a few more at each reuse until the fixed-size shadow stack overflows.
+ *
+ * So the last switch is made from here: the entry records its frame with setjmp, and the switch
+ * of a ZOMBIE (URSA__TSAN_LAST_SWITCH) comes back with longjmp, which TSan's interceptor follows
+ * by popping the shadow stack to the depth setjmp saw, that is to this frame.  The entry pops
+ * its own frame too before it switches, so the fiber is left as deep as it was when the thread
+ * started: empty, since a fresh fiber is and every thread leaves it so.  (The setjmp happens at
+ * the same depth on every reuse; the idle context of VP 0, which never finishes, gives its stack
+ * back with a new fiber: vp.c.) */
+void __tsan_func_exit(void);                 /* the instrumentation's own pop (no public header) */
+
+void ursa__tsan_last_switch(struct ursa__thread *from, struct ursa__thread *to) {
+  from->tsan_to = to;
+  longjmp(from->tsan_jb, 1);
+}
+
+static void tsan_last_switch_here(void) __attribute__((noreturn, always_inline));
+static inline void tsan_last_switch_here(void) {
+  struct ursa__vp *vp = ursa__vp_current();                   /* the longjmp kept the kernel thread */
+  struct ursa__thread *self = vp->cur, *to = self->tsan_to;
+  __tsan_func_exit();                                         /* this entry's frame */
+  ursa__switch_prepare_raw(vp, self, to);
+  ursa__ctx_switch(&self->ctx, &to->ctx, to->wake_result);
+  URSA_PANIC("a finished thread was resumed");
+}
+#endif
+
 /* The first code of every new thread, on its own stack (called by the context trampoline). */
 void ursa__thread_entry(void *arg) {
   struct ursa__thread *self;
@@ -171,6 +205,9 @@ void ursa__thread_entry(void *arg) {
   __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
 #endif
   self = ursa__tls_vp->cur;
+#if URSA_TSAN
+  if (setjmp(self->tsan_jb) != 0) tsan_last_switch_here();
+#endif
   {
     void *result = self->fn(self->arg);        /* may have moved to another VP */
     ursa__thread_finish(URSA__VP_AFTER_SWITCH(), result);
@@ -278,6 +315,7 @@ run:
   if (URSA__TRACING()) {
     ursa__switch_traced(vp, cur, next);                       /* URSA_TRACE (see sched.h) */
   } else {
+    URSA__TSAN_LAST_SWITCH(cur, next);                        /* TSan: see ursa__thread_entry */
     ursa__switch_prepare_raw(vp, cur, next);
     ursa__ctx_switch(&cur->ctx, &next->ctx, next->wake_result);
   }

@@ -118,8 +118,10 @@ static inline void ursa__runq_replace(struct ursa__vp *vp, struct ursa__thread *
 
 /* Everything a switch from `from` (vp->cur) to `to` does before the jump.  `from` must already be
  * where it belongs (run queue, a wait queue, or ZOMBIE).  The _raw version leaves out the trace's
- * hook: URSA__SWITCH_RETURN tests the flag itself (see there). */
-static inline void ursa__switch_prepare_raw(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
+ * hook: URSA__SWITCH_RETURN tests the flag itself (see there).  Always inlined: under TSan an
+ * out-of-line copy would pop its own shadow-stack frame after __tsan_switch_to_fiber, that is from
+ * the target's fiber (GCC outlined it once sched.c had two callers). */
+static inline __attribute__((always_inline)) void ursa__switch_prepare_raw(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
   from->saved_errno = *vp->errno_p;                           /* errno is per ursa thread */
   *vp->errno_p = to->saved_errno;
 #if URSA_TSAN
@@ -137,10 +139,24 @@ static inline void ursa__switch_prepare_raw(struct ursa__vp *vp, struct ursa__th
   __tsan_switch_to_fiber(to->tsan_fiber, 0);
 #endif
 }
-static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
+static inline __attribute__((always_inline)) void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
   if (URSA__TRACING()) ursa__trace_switch(vp, from, to);     /* URSA_TRACE (trace.c) */
   ursa__switch_prepare_raw(vp, from, to);
 }
+
+/* TSan: the last switch of a finished thread (ZOMBIE, on an ursa stack) is made by
+ * ursa__thread_entry, which is reached again by a longjmp (sched.c says why).  Never returns. */
+#if URSA_TSAN
+URSA_HIDDEN void ursa__tsan_last_switch(struct ursa__thread *from, struct ursa__thread *to)
+  __attribute__((noreturn));
+#  define URSA__TSAN_LAST_SWITCH(from, to)                                                \
+     do {                                                                                 \
+       if (ursa__get_state(from) == URSA__ZOMBIE && !(from)->own_stack)                   \
+         ursa__tsan_last_switch(from, to);                                                \
+     } while (0)
+#else
+#  define URSA__TSAN_LAST_SWITCH(from, to) ((void)0)
+#endif
 
 /* Switches from `from` to `to` and returns, from the function that uses it, the wake result of
  * `from` once something switches back.  The jump carries the resumed thread's wake result as its
@@ -159,6 +175,7 @@ static inline void ursa__switch_prepare(struct ursa__vp *vp, struct ursa__thread
 #else
 #  define URSA__SWITCH_RETURN_RAW(vp, from, to)                                           \
      do {                                                                                 \
+       URSA__TSAN_LAST_SWITCH(from, to);                                                  \
        ursa__switch_prepare_raw(vp, from, to);                                                  \
        return ursa__ctx_switch(&(from)->ctx, &(to)->ctx, (to)->wake_result);         \
      } while (0)

@@ -296,10 +296,7 @@ void ursa__thread_release_handle(struct ursa__thread *t) {
 }
 
 void ursa__thread_release_stack(struct ursa__vp *vp, struct ursa__thread *t) {
-  if (t->own_stack) return;                            /* main's descriptor lives until fini */
-#if URSA_TSAN
-  __tsan_destroy_fiber(t->tsan_fiber);
-#endif
+  if (t->own_stack) return;                          /* main's descriptor lives until fini */
   ursa__stack_put(vp, t);
 }
 
@@ -346,6 +343,7 @@ static URSA__ALWAYS_INLINE int create_(struct ursa__vp *vp, ursa_thread_t *out, 
   }
   /* A stack's descriptor is zero when fresh and keeps these invariants when recycled, so they
    * need no store: own_stack = 0, heap_idx = 0 (no timer outlives a wait), keys = NULL (released).
+   * Nor does what belongs to the stack, not the thread: stack_lo, stack_size, the TSan fiber.
    * wake_result, wait_kind and wait_obj are read only while BLOCKED, result only when ZOMBIE. */
   URSA_ASSERT(!t->own_stack && t->heap_idx == 0 && t->keys == NULL);
   __atomic_store_n(&slot_at(idx)->t, t, __ATOMIC_RELAXED);   /* (foreach reads it from any VP) */
@@ -372,9 +370,6 @@ static URSA__ALWAYS_INLINE int create_(struct ursa__vp *vp, ursa_thread_t *out, 
   }
 #if URSA_ASAN
   t->asan_fake = NULL;
-#endif
-#if URSA_TSAN
-  t->tsan_fiber = __tsan_create_fiber(0);
 #endif
   ursa__ctx_make(&t->ctx, t, ursa__thread_entry);
   vp->nthreads++;

@@ -823,22 +823,28 @@ int ursa__smp_init(void) {
     struct ursa__thread *st = ursa__stack_get_slow(v0, 65536, &err), *idle = v0->x->idle;
     char *lo;
     size_t size;
+#if URSA_TSAN
+    void *fiber;
+#endif
     if (st == NULL) goto fail;
     free(idle);
     lo = st->stack_lo;
     size = st->stack_size;
+#if URSA_TSAN
+    fiber = st->tsan_fiber;                          /* the stack's own (stack.c) */
+#endif
     idle = st;
     memset(idle, 0, sizeof *idle);
     idle->stack_lo = lo;
     idle->stack_size = size;
+#if URSA_TSAN
+    idle->tsan_fiber = fiber;
+#endif
     v0->x->idle = idle;
     idle->vp = v0;
     idle->own_stack = 0;
     strcpy(idle->name, "idle");
     ursa__ctx_make(&idle->ctx, idle, idle_entry);
-#if URSA_TSAN
-    idle->tsan_fiber = __tsan_create_fiber(0);
-#endif
   }
   if ((err = ursa__smp_reserve(64)) != 0) goto fail;
   if (ursa__g.pin) pin_to_cpu(0);
@@ -923,7 +929,10 @@ static void smp_teardown(unsigned started, void (*stopped)(void)) {
     v0->x->idle = NULL;
     if (idle) {
 #if URSA_TSAN
+      /* The idle context never finishes: its fiber keeps the shadow-stack frames of idle_loop,
+       * so the stack goes back to the pool with a fresh one (see ursa__thread_entry). */
       __tsan_destroy_fiber(idle->tsan_fiber);
+      idle->tsan_fiber = __tsan_create_fiber(0);
 #endif
       idle->own_stack = 0;
       ursa__stack_put_slow(v0, idle);
