@@ -140,10 +140,14 @@ static inline struct ursa__thread *ursa__thread_get(ursa_thread_t h) {
   uint64_t v = (uint64_t)(uintptr_t)h;
   uint32_t idx = (uint32_t)v - 1u;           /* 0xffffffff for a low half of 0: out of range */
   const struct ursa__slot *s;
+  struct ursa__thread *t;
   if (ursa_unlikely(idx >= ursa__g.slots.nslots)) return NULL;
   s = &ursa__g.slots.slot[idx];
-  if (ursa_unlikely(s->gen != (uint32_t)(v >> 32) || s->t == NULL)) return NULL;
-  return s->t;
+  /* relaxed: another VP may be releasing the slot (a join of a detached thread that is ending is
+   * a misuse, but a defined one: it sees the old or the new value, pairs with slot_free's stores) */
+  t = __atomic_load_n(&s->t, __ATOMIC_RELAXED);
+  if (ursa_unlikely(__atomic_load_n(&s->gen, __ATOMIC_RELAXED) != (uint32_t)(v >> 32) || t == NULL)) return NULL;
+  return t;
 }
 
 /* The running VP, or return -EPERM from the calling API function. */

@@ -222,7 +222,11 @@ static void slot_free(uint32_t idx) {
   struct ursa__slot *s = slot_at(idx);
   __atomic_store_n(&s->t, NULL, __ATOMIC_RELAXED);   /* (a racing lookup is a misuse: it may
                                                         see either value, never freed memory) */
-  if (++s->gen == 0) s->gen = 1;                     /* generation 0 is never used */
+  {
+    uint32_t gen = s->gen + 1;                       /* only the releasing thread writes it */
+    if (ursa_unlikely(gen == 0)) gen = 1;            /* generation 0 is never used */
+    __atomic_store_n(&s->gen, gen, __ATOMIC_RELAXED);   /* read by ursa__thread_get on any VP */
+  }
   if (ursa_unlikely(ursa__g.nvps > 1)) {
     slot_free_smp(s, idx);
     return;
