@@ -20,12 +20,24 @@
  * goes to its VP's LIFO pool (up to stack_cache stacks); ursa_create takes from it first, so
  * creating from a warm pool makes no system call.  Other sizes are unmapped when released.
  *
+ * Readers (issue #22 item 2).  The dumps (ursa_dump, the URSA_DUMP_SIGNAL thread) read every
+ * thread's descriptor, and the stack below it, while other VPs run on; a thread they found may be
+ * released meanwhile.  A pooled stack stays mapped (a stale read, never a fault), but an unmapped
+ * one would fault, so a reader counts itself in `readers` for its whole walk and, while any is
+ * counted, stacks are not unmapped but put on `deferred`, which the last reader to leave unmaps.
+ * Only the unmapping paths (a stack of another size, a full pool, draining a pool) look at the
+ * count: the pool and the one-VP fast paths of create, join and exit are unchanged.  The handshake
+ * is Dekker's: a reader increments the count, fences, then reads the handle table; a releaser has
+ * cleared the thread's slot before, fences, then reads the count.  So either the reader cannot
+ * find the thread any more, or the releaser sees the reader and defers.
+ *
  * Overflow.  Every VP's kernel thread runs a SIGSEGV/SIGBUS handler on an alternate signal stack.
  * A fault inside the running thread's guard page prints
  *   ursa: stack overflow in thread <id> (<name>): stack [lo,hi) <size> bytes, fault at <addr>
  * and aborts; any other fault gets the handler that was there before ursa (normally the default
  * action and its core dump).
- * Executed only by the VP's own kernel thread (the pool is per VP and unlocked).
+ * Executed only by the VP's own kernel thread (the pool is per VP and unlocked), except the
+ * readers' count and the deferred list (any kernel thread, under readers.lock).
  */
 #define _GNU_SOURCE
 #include "stack.h"
@@ -126,6 +138,51 @@ static void stack_unmap(struct ursa__thread *t) {
   munmap(t->stack_lo - ursa__g.guard_size, t->stack_size + ursa__g.guard_size);
 }
 
+/* The readers of descriptors (see the comment at the top). */
+static struct {
+  unsigned             count;         /* atomic: readers walking now                            */
+  ursa__spin_t         lock;          /* guards deferred, and the last reader's leaving         */
+  struct ursa__thread *deferred;      /* stacks released while a reader walked (linked by qnext) */
+} readers;
+
+void ursa__stack_readers_enter(void) {
+  __atomic_add_fetch(&readers.count, 1u, __ATOMIC_SEQ_CST);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);   /* then the handle table: pairs with stack_release's */
+}
+
+void ursa__stack_readers_exit(void) {
+  struct ursa__thread *list = NULL;
+  ursa__spin_lock(&readers.lock);
+  if (__atomic_sub_fetch(&readers.count, 1u, __ATOMIC_SEQ_CST) == 0) {
+    list = readers.deferred;
+    readers.deferred = NULL;
+  }
+  ursa__spin_unlock(&readers.lock);
+  while (list) {
+    struct ursa__thread *t = list;
+    list = t->qnext;
+    stack_unmap(t);
+  }
+}
+
+/* Unmaps the stack of a released thread, or defers it while a reader walks.  The thread's slot was
+ * cleared before (a pooled stack's long before), so a reader that counts itself after the fence
+ * below cannot find it. */
+static void stack_release(struct ursa__thread *t) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);   /* pairs with ursa__stack_readers_enter's */
+  if (__atomic_load_n(&readers.count, __ATOMIC_RELAXED) != 0) {
+    ursa__spin_lock(&readers.lock);
+    if (__atomic_load_n(&readers.count, __ATOMIC_RELAXED) != 0) {
+      t->qnext = readers.deferred;           /* (no reader reads qnext) */
+      readers.deferred = t;
+      ursa__spin_unlock(&readers.lock);
+      return;
+    }
+    ursa__spin_unlock(&readers.lock);
+  }
+  stack_unmap(t);
+}
+
 struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_t size, int *err) {
   struct ursa__thread *t;
   if (size == ursa__g.stack_size && vp->pool != NULL) {
@@ -149,7 +206,7 @@ void ursa__stack_put_slow(struct ursa__vp *vp, struct ursa__thread *t) {
     vp->pool_len++;
     return;
   }
-  stack_unmap(t);
+  stack_release(t);
 }
 
 int ursa__stack_prealloc(struct ursa__vp *vp, size_t n) {
@@ -166,7 +223,7 @@ void ursa__stack_pool_drain(struct ursa__vp *vp) {
   while (vp->pool) {
     struct ursa__thread *t = vp->pool;
     vp->pool = t->qnext;
-    stack_unmap(t);
+    stack_release(t);
   }
   vp->pool_len = 0;
 }
