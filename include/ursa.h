@@ -153,7 +153,8 @@ URSA_API int ursa_attr_setname(ursa_attr_t *attr, const char *name);
 URSA_API int ursa_attr_setdetached(ursa_attr_t *attr, int detached);
 
 /* Creates a thread running fn(arg), ready to run after the threads already ready (FIFO).  Does not
- * switch.  t may be NULL only for a detached thread.  -EAGAIN when no stack can be mapped (memory or
+ * switch.  t may be NULL only for a detached thread.  -EINVAL for a bad attribute, a VP index
+ * >= ursa_vp_count() or a region destroyed since ursa_attr_setregion.  -EAGAIN when no stack can be mapped (memory or
  * vm.max_map_count exhausted), -ENOMEM when memory for bookkeeping runs out. */
 URSA_API int ursa_create(ursa_thread_t *t, const ursa_attr_t *attr, void *(*fn)(void *), void *arg);
 
@@ -212,13 +213,19 @@ URSA_API const char *ursa_sched_policy(void);
 /* A region (the papers' PCM): ursa guarantees that no two threads of one region ever run at the
  * same time.  A region is bound to one VP at a time; its threads run only there, so code inside a
  * region may use shared variables and URSA_WAITFOR without locks while regions run in parallel.
- * Storage belongs to the caller and must stay valid while the region has threads. */
+ * Storage belongs to the caller and names the region in calls; the region's state lives in ursa's
+ * memory, so storage freed or overwritten without ursa_region_destroy only leaks that region
+ * (until ursa_fini) and harms no other one.  A copy of the storage is not the region (-EINVAL). */
 typedef struct ursa_region { uint64_t _private[6]; } ursa_region_t;
-/* vp: a VP index or URSA_VP_ANY (the least loaded).  -EINVAL for a bad index. */
+/* vp: a VP index or URSA_VP_ANY (the least loaded).  -EINVAL for a bad index, -EBUSY when r is a
+ * live region already (destroy it first), -ENOMEM when memory for the region runs out, -EAGAIN
+ * beyond 1,048,576 live regions. */
 URSA_API int ursa_region_init(ursa_region_t *r, int vp);
 /* -EBUSY while threads of the region have not finished. */
 URSA_API int ursa_region_destroy(ursa_region_t *r);
-/* Threads created with this attribute belong to r for their whole life. */
+/* Threads created with this attribute belong to r for their whole life.  ursa_create returns
+ * -EINVAL when r has been destroyed since (even if its storage holds a new region: name it
+ * again). */
 URSA_API int ursa_attr_setregion(ursa_attr_t *attr, ursa_region_t *r);
 /* Moves the whole region to VP vp (see also ursa_config_t.region_balance): it happens at the region's current VP's next switch, while none
  * of the region's threads runs (a member that calls this keeps running until it yields or blocks).

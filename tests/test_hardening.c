@@ -108,3 +108,84 @@ TEST_IMPL(hardening_dump_signal_while_vp_releases) {
   return 0;
 }
 
+/* ---- item 3: the region registry ------------------------------------------------------------- */
+
+static void *report_vp(void *arg) { (void)arg; return (void *)(intptr_t)ursa_vp_self(); }
+
+TEST_IMPL(hardening_region_init_twice_refused) {
+  ursa_region_t r;
+  ursa_attr_t a;
+  ursa_thread_t t;
+  void *where;
+  init_vps(2);
+  ASSERT_OK(ursa_region_init(&r, 0));
+  ASSERT_ERR(ursa_region_init(&r, 1), -EBUSY);   /* a live region: refused, unchanged */
+  ASSERT_EQ(ursa_region_vp(&r), 0);
+  ASSERT_OK(ursa_region_move(&r, 1));            /* (a registry linked to itself spun here) */
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setregion(&a, &r));
+  ASSERT_OK(ursa_create(&t, &a, report_vp, NULL));
+  ASSERT_OK(ursa_join(t, &where));
+  ASSERT_EQ((intptr_t)where, 1);
+  ASSERT_OK(ursa_region_destroy(&r));
+  ASSERT_ERR(ursa_region_destroy(&r), -EINVAL);
+  ASSERT_OK(ursa_region_init(&r, 1));            /* destroyed: may be initialized again */
+  ASSERT_EQ(ursa_region_vp(&r), 1);
+  ASSERT_OK(ursa_region_destroy(&r));
+  ASSERT_OK(ursa_attr_destroy(&a));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+TEST_IMPL(hardening_region_freed_storage_isolated) {
+  /* A region whose storage is reused without ursa_region_destroy (it never had threads) must not
+   * take the other regions down. */
+  ursa_region_t *lost = malloc(sizeof *lost), r2;
+  ursa_attr_t a;
+  ursa_thread_t t;
+  void *where;
+  int i;
+  ASSERT(lost != NULL);
+  init_vps(2);
+  ASSERT_OK(ursa_region_init(lost, 0));
+  ASSERT_OK(ursa_region_init(&r2, 0));
+  memset(lost, 0xa5, sizeof *lost);              /* the storage, reused by other code */
+  ASSERT_ERR(ursa_region_destroy(lost), -EINVAL);
+  ASSERT_ERR(ursa_region_move(lost, 1), -EINVAL);
+  free(lost);
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setregion(&a, &r2));
+  for (i = 0; i < 4; i++) {
+    int to = (i + 1) % 2;
+    ASSERT_OK(ursa_region_move(&r2, to));
+    ASSERT_OK(ursa_create(&t, &a, report_vp, NULL));
+    ASSERT_OK(ursa_join(t, &where));
+    ASSERT_EQ((intptr_t)where, to);
+  }
+  ASSERT_OK(ursa_region_destroy(&r2));
+  ASSERT_OK(ursa_attr_destroy(&a));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+TEST_IMPL(hardening_create_in_destroyed_region) {
+  ursa_region_t r;
+  ursa_attr_t a;
+  ursa_thread_t t;
+  init_vps(1);
+  ASSERT_OK(ursa_region_init(&r, 0));
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setregion(&a, &r));
+  ASSERT_OK(ursa_region_destroy(&r));
+  ASSERT_ERR(ursa_create(&t, &a, report_vp, NULL), -EINVAL);
+  ASSERT_OK(ursa_region_init(&r, 0));            /* the same storage, a new region: still not */
+  ASSERT_ERR(ursa_create(&t, &a, report_vp, NULL), -EINVAL);
+  ASSERT_OK(ursa_attr_setregion(&a, &r));        /* named again: fine */
+  ASSERT_OK(ursa_create(&t, &a, report_vp, NULL));
+  ASSERT_OK(ursa_join(t, NULL));
+  ASSERT_OK(ursa_region_destroy(&r));
+  ASSERT_OK(ursa_attr_destroy(&a));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+

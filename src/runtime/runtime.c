@@ -180,6 +180,7 @@ int ursa_fini(void) {
   ursa__overflow_handler_remove();
   ursa__stack_pool_drain(vp);
   ursa__threads_fini();
+  ursa__regions_fini();
   free(vp->timers);
   free(vp->runq.buf);
   {
