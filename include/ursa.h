@@ -23,6 +23,14 @@
  *   ursa_vp_count).  None may be called from a signal handler.  "May switch" below means the
  *   caller may be suspended and other ursa threads run.
  *
+ * fork
+ *   With one VP, the child of a fork called by an ursa thread keeps the runtime: the caller goes
+ *   on as an ursa thread (the copies of the other threads run when it yields or waits), without
+ *   the URSA_DUMP_SIGNAL thread.  In every other case (several VPs, or fork called by a kernel
+ *   thread that is no VP) the runtime stays in the parent: in the child every ursa call returns
+ *   -ECHILD (ursa_init too; ursa_self gives URSA_THREAD_NULL), so the child may only exec or
+ *   _exit, or go on without ursa (docs/GUIDE.md, "fork").
+ *
  * See docs/GUIDE.md for a user's guide and docs/ARCHITECTURE.md for how it works.
  */
 #ifndef URSA_H
@@ -105,7 +113,8 @@ typedef struct ursa_config {
 #define URSA_SCHED_STEAL   4   /* per-VP Chase-Lev deques with random work stealing            */
 
 /* Makes the calling kernel thread virtual processor 0 and the caller an ursa thread named "main".
- * cfg may be NULL.  -EBUSY if ursa is already initialized, -ENOMEM if memory runs out. */
+ * cfg may be NULL.  -EBUSY if ursa is already initialized, -ENOMEM if memory runs out, -ECHILD in
+ * the child of a fork that left the runtime in the parent (see fork above). */
 URSA_API int ursa_init(const ursa_config_t *cfg);
 
 /* Releases the runtime.  Call from the thread that called ursa_init() once every other thread has

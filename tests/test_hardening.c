@@ -189,3 +189,141 @@ TEST_IMPL(hardening_create_in_destroyed_region) {
   return 0;
 }
 
+/* ---- item 4: fork ------------------------------------------------------------------------------- */
+
+/* Waits for the child pid at most `seconds` (scaled for slow builds): its status, or a failure
+ * naming `what` when it has not ended by then (it is killed). */
+static int wait_child(pid_t pid, unsigned seconds, const char *what) {
+  int status = 0;
+  uint64_t end = test_now_ns() + (uint64_t)seconds * TEST_TIME_FACTOR * 1000000000ull;
+  for (;;) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) return status;
+    ASSERT(w == 0);
+    if (test_now_ns() > end) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      FAIL("%s: the child did not end within %u s", what, seconds * TEST_TIME_FACTOR);
+    }
+    usleep(1000);
+  }
+}
+
+static ursa_mutex_t fork_m;
+static ursa_sem_t fork_held, fork_release;
+
+static void *hold_mutex(void *arg) {
+  (void)arg;
+  ASSERT_OK(ursa_mutex_lock(&fork_m));
+  ASSERT_OK(ursa_sem_post(&fork_held));
+  ASSERT_OK(ursa_sem_wait(&fork_release));
+  ASSERT_OK(ursa_mutex_unlock(&fork_m));
+  return NULL;
+}
+
+static void *nothing(void *arg) { return arg; }
+
+/* The child's checks: exits 0 when each call gave `want` at once (alarm: a call that hangs). */
+static void child_refused(void) {
+  ursa_sem_t s;
+  ursa_thread_t t;
+  alarm(10 * TEST_TIME_FACTOR);
+  if (ursa_mutex_lock(&fork_m) != -ECHILD) _exit(10);
+  if (ursa_sem_post(&fork_held) != -ECHILD) _exit(11);
+  if (ursa_sem_init(&s, 0) != -ECHILD) _exit(12);
+  if (ursa_create(&t, NULL, nothing, NULL) != -ECHILD) _exit(13);
+  if (ursa_yield() != -ECHILD) _exit(14);
+  if (ursa_self() != URSA_THREAD_NULL) _exit(15);
+  if (ursa_init(NULL) != -ECHILD) _exit(16);
+  if (ursa_fini() != -ECHILD) _exit(17);
+  _exit(0);
+}
+
+TEST_IMPL(hardening_fork_several_vps_child_refused) {
+  ursa_attr_t a;
+  ursa_thread_t h;
+  pid_t pid;
+  int status;
+  init_vps(2);
+  ASSERT_OK(ursa_mutex_init(&fork_m, URSA_MUTEX_NORMAL));
+  ASSERT_OK(ursa_sem_init(&fork_held, 0));
+  ASSERT_OK(ursa_sem_init(&fork_release, 0));
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setvp(&a, 1));
+  ASSERT_OK(ursa_attr_setbound(&a, 1));
+  ASSERT_OK(ursa_create(&h, &a, hold_mutex, NULL));   /* VP 1 holds the mutex across the fork */
+  ASSERT_OK(ursa_sem_wait(&fork_held));
+  fflush(NULL);
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) child_refused();
+  status = wait_child(pid, 10, "fork at 2 VPs");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    FAIL("the child of a fork at 2 VPs: status 0x%x (exit code 10+k: the k-th call did not return -ECHILD)", status);
+  ASSERT_OK(ursa_sem_post(&fork_release));            /* the parent is unchanged */
+  ASSERT_OK(ursa_join(h, NULL));
+  ASSERT_OK(ursa_mutex_lock(&fork_m));
+  ASSERT_OK(ursa_mutex_unlock(&fork_m));
+  ASSERT_OK(ursa_attr_destroy(&a));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+static void *fork_from_pthread(void *arg) {
+  pid_t pid;
+  (void)arg;
+  pid = fork();
+  if (pid == 0) {
+    alarm(10 * TEST_TIME_FACTOR);
+    _exit(ursa_mutex_lock(&fork_m) == -ECHILD && ursa_init(NULL) == -ECHILD ? 0 : 20);
+  }
+  return (void *)(intptr_t)pid;
+}
+
+static void child_continues(void) {
+  ursa_thread_t t;
+  void *r;
+  alarm(10 * TEST_TIME_FACTOR);
+  if (ursa_create(&t, NULL, nothing, (void *)7) != 0) _exit(30);
+  if (ursa_join(t, &r) != 0 || r != (void *)7) _exit(31);
+  if (ursa_mutex_lock(&fork_m) != 0 || ursa_mutex_unlock(&fork_m) != 0) _exit(32);
+  if (ursa_sem_post(&fork_held) != 0 || ursa_sem_wait(&fork_held) != 0) _exit(33);
+  if (ursa_fini() != 0) _exit(34);                    /* no dump thread to stop in the child */
+  _exit(0);
+}
+
+TEST_IMPL(hardening_fork_one_vp_child_continues) {
+  pid_t pid;
+  pthread_t k;
+  void *kpid;
+  int status, saved, devnull;
+  setenv("URSA_DUMP_SIGNAL", "SIGUSR2", 1);           /* a dump thread, which the child has not */
+  fflush(stderr);
+  saved = dup(2);
+  devnull = open("/dev/null", O_WRONLY);
+  ASSERT(saved >= 0 && devnull >= 0);
+  init_vps(1);
+  ASSERT_OK(ursa_mutex_init(&fork_m, URSA_MUTEX_ERRORCHECK));
+  ASSERT_OK(ursa_sem_init(&fork_held, 0));
+  fflush(NULL);
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) child_continues();
+  status = wait_child(pid, 10, "fork at 1 VP");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    FAIL("the child of a fork at 1 VP: status 0x%x (exit code 30+k: step k failed)", status);
+  /* forked by a kernel thread that is not the VP: the child has no VP, so the runtime is gone */
+  ASSERT_EQ(pthread_create(&k, NULL, fork_from_pthread, NULL), 0);
+  ASSERT_EQ(pthread_join(k, &kpid), 0);
+  ASSERT((pid_t)(intptr_t)kpid > 0);
+  status = wait_child((pid_t)(intptr_t)kpid, 10, "fork from a plain pthread");
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_OK(ursa_fini());
+  fflush(stderr);
+  close(saved);
+  close(devnull);
+  unsetenv("URSA_DUMP_SIGNAL");
+  return 0;
+}
+

@@ -183,6 +183,22 @@ static void stack_release(struct ursa__thread *t) {
   stack_unmap(t);
 }
 
+/* fork (src/runtime/): the lock is held across the fork, so the child's copy is consistent; the
+ * child has no reader (only the forking kernel thread lives on), so what was deferred goes now. */
+void ursa__stack_atfork_prepare(void) { ursa__spin_lock(&readers.lock); }
+void ursa__stack_atfork_parent(void) { ursa__spin_unlock(&readers.lock); }
+void ursa__stack_atfork_child(void) {
+  struct ursa__thread *list = readers.deferred;
+  readers.deferred = NULL;
+  readers.count = 0;
+  readers.lock = 0;
+  while (list) {
+    struct ursa__thread *t = list;
+    list = t->qnext;
+    stack_unmap(t);
+  }
+}
+
 struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_t size, int *err) {
   struct ursa__thread *t;
   if (size == ursa__g.stack_size && vp->pool != NULL) {

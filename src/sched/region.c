@@ -150,7 +150,7 @@ int ursa_region_init(ursa_region_t *rp, int vp) {
   struct ursa__vp *self = ursa__tls_vp, *where;
   uint32_t gen;
   int err = 0;
-  if (self == NULL) return -EPERM;
+  if (self == NULL) return ursa__novp();
   if (rp == NULL || vp < URSA_VP_ANY || vp >= (int)ursa__g.nvps) return -EINVAL;
   if (region_get(rp) != NULL) return -EBUSY;           /* live: destroy it first */
   where = vp == URSA_VP_ANY ? ((self->mode == URSA__SMPMODE) ? ursa__smp_place(self, URSA_VP_ANY) : self) : vp_at(vp);
@@ -177,7 +177,7 @@ int ursa_region_init(ursa_region_t *rp, int vp) {
 
 int ursa_region_destroy(ursa_region_t *rp) {
   struct ursa__region *r, **pp;
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   if ((r = region_get(rp)) == NULL) return -EINVAL;
   ursa__spin_lock(&regions_lock);
   if (region_get(rp) != r) {                           /* destroyed meanwhile by another thread */
@@ -224,7 +224,7 @@ void ursa__regions_apply(struct ursa__vp *vp, const struct ursa__region *stays) 
 int ursa_region_move(ursa_region_t *rp, int vp) {
   struct ursa__region *r = region_get(rp);
   struct ursa__vp *self = ursa__tls_vp, *owner;
-  if (self == NULL) return -EPERM;
+  if (self == NULL) return ursa__novp();
   if (r == NULL || vp < 0 || vp >= (int)ursa__g.nvps) return -EINVAL;
   if (!(self->mode == URSA__SMPMODE)) return 0;                            /* one VP: nowhere else to go */
   owner = ursa__region_vp(r);

@@ -500,7 +500,7 @@ void ursa_exit(void *result) {
 
 int ursa_vp_self(void) {
   struct ursa__vp *vp = ursa__tls_vp;
-  return vp ? (int)vp->index : -EPERM;
+  return vp ? (int)vp->index : ursa__novp();
 }
 
 int ursa_vp_pin(void) {
