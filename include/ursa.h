@@ -113,8 +113,11 @@ typedef struct ursa_config {
 #define URSA_SCHED_STEAL   4   /* per-VP Chase-Lev deques with random work stealing            */
 
 /* Makes the calling kernel thread virtual processor 0 and the caller an ursa thread named "main".
- * cfg may be NULL.  -EBUSY if ursa is already initialized, -ENOMEM if memory runs out, -ECHILD in
- * the child of a fork that left the runtime in the parent (see fork above). */
+ * cfg may be NULL.  -EBUSY if ursa is already initialized; -ENOMEM if memory or address space runs
+ * out (allocations, the VPs' stacks: RLIMIT_AS too); -EAGAIN if the system refuses a VP's kernel
+ * thread or a cp-ts timer (RLIMIT_NPROC, threads-max); -EINVAL for a bad setting; -ENOTSUP for a
+ * model that cannot run here (cp-ts, see docs/GUIDE.md); -ECHILD in the child of a fork that left
+ * the runtime in the parent (see fork above). */
 URSA_API int ursa_init(const ursa_config_t *cfg);
 
 /* Releases the runtime.  Call from the thread that called ursa_init() once every other thread has
@@ -163,8 +166,9 @@ URSA_API int ursa_attr_setdetached(ursa_attr_t *attr, int detached);
 
 /* Creates a thread running fn(arg), ready to run after the threads already ready (FIFO).  Does not
  * switch.  t may be NULL only for a detached thread.  -EINVAL for a bad attribute, a VP index
- * >= ursa_vp_count() or a region destroyed since ursa_attr_setregion.  -EAGAIN when no stack can be mapped (memory or
- * vm.max_map_count exhausted), -ENOMEM when memory for bookkeeping runs out. */
+ * >= ursa_vp_count() or a region destroyed since ursa_attr_setregion.  -EAGAIN when no stack can
+ * be mapped (memory or address space for its size, or vm.max_map_count exhausted: ursa prints
+ * which, once per cause), -ENOMEM when memory for bookkeeping runs out. */
 URSA_API int ursa_create(ursa_thread_t *t, const ursa_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* Waits for t to finish and releases it; *result (if non-NULL) gets its return value.  May switch.
@@ -177,7 +181,9 @@ URSA_API int ursa_join(ursa_thread_t t, void **result);
 URSA_API int ursa_detach(ursa_thread_t t);
 
 /* Ends the calling thread with result.  Called by main, ends main's thread: the process then exits
- * with status 0 when the last thread finishes. */
+ * with status 0 when the last thread finishes.  Called from a thread that is not an ursa thread
+ * (or in a child of fork that has no runtime) it cannot return: it prints a usage error naming
+ * the misuse and aborts. */
 URSA_API void ursa_exit(void *result) __attribute__((noreturn));
 
 /* The calling thread's handle (URSA_THREAD_NULL outside ursa). */
@@ -254,7 +260,8 @@ URSA_API const char *ursa_model_name(int model);
 
 /* For a program written in the CM or PCM style (shared variables without locks): 0 under cm and
  * pcm; under cp-ts and cp-ic prints why to stderr and returns -ENOTSUP, so the program can stop
- * at start instead of racing (the journal paper's Table XXII).  -EPERM before ursa_init. */
+ * at start instead of racing (the journal paper's Table XXII).  -EPERM before ursa_init or from a
+ * kernel thread that is not an ursa thread. */
 URSA_API int ursa_require_cooperative(void);
 
 /* A section in which the calling thread is not preempted (cp-ts, cp-ic); nestable.  A preemption

@@ -327,3 +327,128 @@ TEST_IMPL(hardening_fork_one_vp_child_continues) {
   return 0;
 }
 
+/* ---- item 9: contract drift ------------------------------------------------------------------ */
+
+static void *call_require_cooperative(void *arg) {
+  (void)arg;
+  return (void *)(intptr_t)ursa_require_cooperative();
+}
+
+TEST_IMPL(hardening_require_cooperative_from_pthread) {
+  pthread_t k;
+  void *r;
+  init_vps(1);
+  ASSERT_OK(ursa_require_cooperative());
+  ASSERT_EQ(pthread_create(&k, NULL, call_require_cooperative, NULL), 0);
+  ASSERT_EQ(pthread_join(k, &r), 0);
+  ASSERT_EQ((intptr_t)r, -EPERM);                /* not an ursa thread */
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+/* The address space this process has mapped, in bytes (VmSize). */
+static rlim_t vm_size(void) {
+  char line[256];
+  unsigned long long kb = 0;
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f == NULL) return 0;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (sscanf(line, "VmSize: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return (rlim_t)kb * 1024;
+}
+
+TEST_IMPL(hardening_init_under_rlimit_as) {
+  /* ursa_init under RLIMIT_AS (ulimit -v) a little above what the process has mapped, at several
+   * margins and VP counts: it succeeds, or fails with the documented -ENOMEM. */
+  static const unsigned margins_mib[] = { 0, 1, 2, 4, 8, 16, 32, 64, 128, 200, 256, 260, 270, 300, 400 };
+  size_t i;
+  unsigned vps;
+  int seen_enomem = 0;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  RETURN_SKIP("sanitizer runtimes reserve terabytes of address space: RLIMIT_AS cannot be set low");
+#endif
+  if (TEST_UNDER_VALGRIND) RETURN_SKIP("Valgrind does not apply RLIMIT_AS to the program's own mappings");
+  for (vps = 1; vps <= 2; vps++) {
+    for (i = 0; i < sizeof margins_mib / sizeof margins_mib[0]; i++) {
+      int status;
+      pid_t pid;
+      fflush(NULL);
+      pid = fork();
+      ASSERT(pid >= 0);
+      if (pid == 0) {
+        ursa_config_t c;
+        struct rlimit rl;
+        int r;
+        memset(&c, 0, sizeof c);
+        c.vps = vps;
+        rl.rlim_cur = rl.rlim_max = vm_size() + (rlim_t)margins_mib[i] * 1024 * 1024;
+        if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(99);
+        r = ursa_init(&c);
+        if (r == 0) _exit(ursa_fini() == 0 ? 0 : 98);
+        _exit(r == -ENOMEM ? 1 : 100 + (-r & 0x3f));
+      }
+      status = wait_child(pid, 20, "ursa_init under RLIMIT_AS");
+      ASSERT(WIFEXITED(status));
+      if (WEXITSTATUS(status) >= 98)
+        FAIL("ursa_init with %u VPs under RLIMIT_AS = VmSize + %u MiB: exit %d (100+k: returned -k, "
+             "not 0 or -ENOMEM)", vps, margins_mib[i], WEXITSTATUS(status));
+      seen_enomem |= WEXITSTATUS(status) == 1;
+    }
+  }
+  ASSERT(seen_enomem);                          /* the limit did bite at some margin */
+  return 0;
+}
+
+static void huge_stack_scenario(void) {
+  ursa_attr_t a;
+  ursa_thread_t t;
+  int r;
+  ursa_init(NULL);
+  ursa_attr_init(&a);
+  ursa_attr_setstacksize(&a, (size_t)1 << 50);   /* 1 PiB: more than the address space */
+  r = ursa_create(&t, &a, nothing, NULL);
+  printf("create: %d\n", r);
+  exit(r == -EAGAIN ? 0 : 1);
+}
+
+TEST_IMPL(hardening_stack_too_large_message) {
+  char out[4096];
+  int status;
+#if defined(__SANITIZE_THREAD__)
+  RETURN_SKIP("TSan's allocator reports the failed mapping itself");
+#endif
+  run_child(huge_stack_scenario, &status, out, sizeof out);
+  fprintf(stderr, "%s", out);
+  ASSERT(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_STR_CONTAINS(out, "ursa: cannot map a stack of 1125899906842624 bytes");
+  if (strstr(out, "max_map_count") != NULL)
+    FAIL("the size is the cause, not vm.max_map_count; the message was:\n%s", out);
+  return 0;
+}
+
+static void *exit_from_pthread(void *arg) {
+  (void)arg;
+  ursa_exit(NULL);
+}
+
+static void exit_outside_scenario(void) {
+  pthread_t k;
+  ursa_init(NULL);
+  pthread_create(&k, NULL, exit_from_pthread, NULL);
+  pthread_join(k, NULL);
+  exit(0);
+}
+
+TEST_IMPL(hardening_exit_outside_ursa_thread) {
+  char out[4096];
+  int status;
+  run_child(exit_outside_scenario, &status, out, sizeof out);
+  fprintf(stderr, "%s", out);
+  ASSERT(WIFSIGNALED(status));
+  ASSERT_EQ(WTERMSIG(status), SIGABRT);
+  ASSERT_STR_CONTAINS(out, "ursa: ursa_exit called from a thread that is not an ursa thread");
+  if (strstr(out, "internal error") != NULL) FAIL("a misuse reported as an ursa bug:\n%s", out);
+  return 0;
+}

@@ -14,7 +14,8 @@
  * so adjacent stacks merge into one VMA and vm.max_map_count does not limit the thread count.
  * Where the kernel lacks it (EINVAL) ursa falls back to mprotect(PROT_NONE) for good, which costs
  * two VMAs per stack; when the VMA limit is reached, mmap or mprotect fails with ENOMEM and
- * ursa_create returns -EAGAIN after printing one line that names vm.max_map_count.
+ * ursa_create returns -EAGAIN after printing one line that names vm.max_map_count (only when the
+ * process is at that limit: a size beyond memory or address space gets its own line).
  *
  * The pool (SplitThreads' queue of uninitialized threads).  A finished thread's default-size stack
  * goes to its VP's LIFO pool (up to stack_cache stacks); ursa_create takes from it first, so
@@ -78,15 +79,46 @@ static unsigned color_next;                   /* atomic: cache colour of the nex
  * with 1 colour, 11.9 with 16, 11.2 with 48. */
 #define URSA__COLORS 24u
 #define URSA__COLOR_STEP 128u
-static int warned_vma;
+static int warned_vma, warned_size;
 
-static void warn_vma_once(const char *what) {
-  if (warned_vma) return;
-  warned_vma = 1;
+/* Whether the process is at vm.max_map_count, the other reason (besides memory and address space)
+ * for mmap and mprotect to fail with ENOMEM: its mappings (the lines of /proc/self/maps) against
+ * the limit, with room for the two that a guarded stack needs.  Only asked on a failure. */
+static bool at_map_limit(long *limit) {
+  char line[512];
+  long maps = 0;
+  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+  *limit = 0;
+  if (f == NULL) return false;
+  if (fscanf(f, "%ld", limit) != 1) *limit = 0;
+  fclose(f);
+  if (*limit <= 0 || (f = fopen("/proc/self/maps", "r")) == NULL) return false;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (strchr(line, '\n') != NULL) maps++;
+  fclose(f);
+  return maps + 3 >= *limit;
+}
+
+/* One line, once per cause, when a stack cannot be made: what failed and why, naming
+ * vm.max_map_count only when the process is at it (issue #22 item 9). */
+static void warn_stack(const char *what, size_t size) {
+  int e = errno;
+  long limit;
+  if (e == ENOMEM && at_map_limit(&limit)) {
+    if (warned_vma) return;
+    warned_vma = 1;
+    fprintf(stderr,
+            "ursa: cannot %s for a new thread (%s): the process has reached vm.max_map_count (%ld "
+            "mappings); ursa_create returns -EAGAIN (raise vm.max_map_count or use fewer threads)\n",
+            what, strerror(e), limit);
+    return;
+  }
+  if (warned_size) return;
+  warned_size = 1;
   fprintf(stderr,
-          "ursa: cannot %s for a new thread (%s): memory or vm.max_map_count exhausted; "
-          "ursa_create returns -EAGAIN (raise vm.max_map_count or use smaller/fewer stacks)\n",
-          what, strerror(errno));
+          "ursa: cannot %s of %zu bytes for a new thread (%s): not enough memory or address space "
+          "(RLIMIT_AS, overcommit, or a size beyond the address space); ursa_create returns -EAGAIN\n",
+          what, size, strerror(e));
 }
 
 static struct ursa__thread *stack_map(size_t size, int *err) {
@@ -99,7 +131,7 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
                      : mmap(NULL, size + guard, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (map == MAP_FAILED) {
-    warn_vma_once("map a stack");
+    warn_stack("map a stack", size);
     *err = -EAGAIN;
     return NULL;
   }
@@ -125,7 +157,7 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
 #endif
   return t;
 fail:
-  warn_vma_once("add a stack guard page");
+  warn_stack("add a guard page to a stack", size);
   munmap(map, size + guard);
   *err = -EAGAIN;
   return NULL;

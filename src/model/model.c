@@ -206,7 +206,7 @@ int ursa_preempt_enable(void) {
 }
 
 int ursa_require_cooperative(void) {
-  if (!ursa__g.initialized) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();     /* before ursa_init, or not an ursa thread */
   if (ursa__g.model == URSA_MODEL_CP_TS || ursa__g.model == URSA_MODEL_CP_IC) {
     fprintf(stderr, "ursa: this program is written for cooperative execution (shared variables "
                     "without locks) and must not run under the preemptive model %s; run it with "

@@ -24,6 +24,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -494,7 +495,13 @@ int ursa_detach(ursa_thread_t h) {
 
 void ursa_exit(void *result) {
   struct ursa__vp *vp = ursa__tls_vp;
-  if (vp == NULL) URSA_PANIC("ursa_exit called outside an ursa thread");
+  if (ursa_unlikely(vp == NULL)) {                   /* a misuse, not an ursa bug; cannot return */
+    fprintf(stderr, "ursa: ursa_exit called from a thread that is not an ursa thread%s; aborting "
+                    "(ursa_exit ends an ursa thread and cannot return)\n",
+            __atomic_load_n(&ursa__g.forked, __ATOMIC_RELAXED)
+                ? " (in the child of a fork, which left the runtime in the parent)" : "");
+    abort();
+  }
   ursa__thread_finish(vp, result);
 }
 
