@@ -452,3 +452,48 @@ TEST_IMPL(hardening_exit_outside_ursa_thread) {
   if (strstr(out, "internal error") != NULL) FAIL("a misuse reported as an ursa bug:\n%s", out);
   return 0;
 }
+
+/* ---- item 10: large frames and the guard page ------------------------------------------------- */
+
+/* A 128 KiB frame on a 64 KiB stack: without -fstack-clash-protection its first store lands below
+ * the 4 KiB guard page (in another mapping, or none); with it, the frame's pages are probed from
+ * the top and the first probe below the stack faults in the guard: the overflow report. */
+static __attribute__((noinline)) int big_frame(int i) {
+  volatile char big[128 * 1024];
+  big[i] = (char)i;
+  return big[i];
+}
+static void *big_frame_worker(void *arg) { return (void *)(intptr_t)big_frame((int)(intptr_t)arg); }
+
+static void big_frame_scenario(void) {
+  ursa_attr_t a;
+  ursa_thread_t t;
+  ursa_init(NULL);
+  ursa_attr_init(&a);
+  ursa_attr_setname(&a, "bigframe");
+  ursa_create(&t, &a, big_frame_worker, NULL);
+  ursa_join(t, NULL);
+  printf("not reached\n");
+  exit(0);
+}
+
+TEST_IMPL(hardening_large_frame_hits_guard) {
+  char out[4096];
+  int status;
+#if !URSA_TEST_STACK_CLASH
+  RETURN_SKIP("ursa offers no -fstack-clash-protection here (URSA_STACK_CLASH_PROTECTION=OFF, or the compiler lacks it)");
+#endif
+  if (TEST_UNDER_VALGRIND) RETURN_SKIP("Valgrind reports the stores below the stack itself");
+  run_child(big_frame_scenario, &status, out, sizeof out);
+  fprintf(stderr, "%s", out);
+#if defined(__SANITIZE_ADDRESS__)
+  if (strstr(out, "ursa: stack overflow") == NULL) {   /* ASan's handler may report it first */
+    ASSERT_STR_CONTAINS(out, "AddressSanitizer");
+    return 0;
+  }
+#endif
+  ASSERT_STR_CONTAINS(out, "ursa: stack overflow in thread 2 (bigframe)");
+  ASSERT(WIFSIGNALED(status));
+  ASSERT_EQ(WTERMSIG(status), SIGABRT);
+  return 0;
+}
