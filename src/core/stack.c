@@ -170,6 +170,13 @@ static void stack_unmap(struct ursa__thread *t) {
   munmap(t->stack_lo - ursa__g.guard_size, t->stack_size + ursa__g.guard_size);
 }
 
+/* ThreadSanitizer does not model fences, and GCC >= 12 warns about each seq_cst fence under
+ * -fsanitize=thread (src/sched/deque.h does the same).  The two below only order a store before a
+ * load (Dekker); TSan builds skip the dump tests, whose reads are racy by design. */
+#if defined(__SANITIZE_THREAD__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
+
 /* The readers of descriptors (see the comment at the top). */
 static struct {
   unsigned             count;         /* atomic: readers walking now                            */

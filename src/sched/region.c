@@ -34,6 +34,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if URSA_VALGRIND
+#include <valgrind/memcheck.h>                      /* client requests: no-ops natively */
+#endif
 
 #define URSA__REGION_MAGIC 0x52474e32u
 
@@ -82,12 +85,16 @@ static struct ursa__region *rec_live(uint32_t id, uint32_t gen) {
   return x;
 }
 
-static struct ursa__region *region_get(ursa_region_t *r) {
-  const struct ursa__region_ref *ref = (const struct ursa__region_ref *)r;
+/* The live record that the reference ref, read from the storage r, names; NULL for none. */
+static struct ursa__region *ref_live(const struct ursa__region_ref *ref, const ursa_region_t *r) {
   struct ursa__region *x;
-  if (ref == NULL || ref->magic != URSA__REGION_MAGIC) return NULL;
+  if (ref->magic != URSA__REGION_MAGIC) return NULL;
   x = rec_live(ref->id, ref->gen);
   return x && __atomic_load_n(&x->user, __ATOMIC_RELAXED) == r ? x : NULL;
+}
+
+static struct ursa__region *region_get(ursa_region_t *r) {
+  return r ? ref_live((const struct ursa__region_ref *)r, r) : NULL;
 }
 
 /* A free record (the caller holds regions_lock): a destroyed one, else the next of the table.
@@ -152,7 +159,14 @@ int ursa_region_init(ursa_region_t *rp, int vp) {
   int err = 0;
   if (self == NULL) return ursa__novp();
   if (rp == NULL || vp < URSA_VP_ANY || vp >= (int)ursa__g.nvps) return -EINVAL;
-  if (region_get(rp) != NULL) return -EBUSY;           /* live: destroy it first */
+  {                                                    /* live: destroy it first */
+    struct ursa__region_ref seen;
+    memcpy(&seen, rp, sizeof seen);                    /* storage never initialized is normal */
+#if URSA_VALGRIND
+    VALGRIND_MAKE_MEM_DEFINED(&seen, sizeof seen);     /* here: memcheck, it is only compared */
+#endif
+    if (ref_live(&seen, rp) != NULL) return -EBUSY;
+  }
   where = vp == URSA_VP_ANY ? ((self->mode == URSA__SMPMODE) ? ursa__smp_place(self, URSA_VP_ANY) : self) : vp_at(vp);
   do gen = __atomic_add_fetch(&gens, 1u, __ATOMIC_RELAXED); while (gen == 0);
   ursa__spin_lock(&regions_lock);
