@@ -23,6 +23,14 @@
  *   ursa_vp_count).  None may be called from a signal handler.  "May switch" below means the
  *   caller may be suspended and other ursa threads run.
  *
+ * fork
+ *   With one VP, the child of a fork called by an ursa thread keeps the runtime: the caller goes
+ *   on as an ursa thread (the copies of the other threads run when it yields or waits), without
+ *   the URSA_DUMP_SIGNAL thread.  In every other case (several VPs, or fork called by a kernel
+ *   thread that is no VP) the runtime stays in the parent: in the child every ursa call returns
+ *   -ECHILD (ursa_init too; ursa_self gives URSA_THREAD_NULL), so the child may only exec or
+ *   _exit, or go on without ursa (docs/GUIDE.md, "fork").
+ *
  * See docs/GUIDE.md for a user's guide and docs/ARCHITECTURE.md for how it works.
  */
 #ifndef URSA_H
@@ -105,7 +113,11 @@ typedef struct ursa_config {
 #define URSA_SCHED_STEAL   4   /* per-VP Chase-Lev deques with random work stealing            */
 
 /* Makes the calling kernel thread virtual processor 0 and the caller an ursa thread named "main".
- * cfg may be NULL.  -EBUSY if ursa is already initialized, -ENOMEM if memory runs out. */
+ * cfg may be NULL.  -EBUSY if ursa is already initialized; -ENOMEM if memory or address space runs
+ * out (allocations, the VPs' stacks: RLIMIT_AS too); -EAGAIN if the system refuses a VP's kernel
+ * thread or a cp-ts timer (RLIMIT_NPROC, threads-max); -EINVAL for a bad setting; -ENOTSUP for a
+ * model that cannot run here (cp-ts, see docs/GUIDE.md); -ECHILD in the child of a fork that left
+ * the runtime in the parent (see fork above). */
 URSA_API int ursa_init(const ursa_config_t *cfg);
 
 /* Releases the runtime.  Call from the thread that called ursa_init() once every other thread has
@@ -153,8 +165,10 @@ URSA_API int ursa_attr_setname(ursa_attr_t *attr, const char *name);
 URSA_API int ursa_attr_setdetached(ursa_attr_t *attr, int detached);
 
 /* Creates a thread running fn(arg), ready to run after the threads already ready (FIFO).  Does not
- * switch.  t may be NULL only for a detached thread.  -EAGAIN when no stack can be mapped (memory or
- * vm.max_map_count exhausted), -ENOMEM when memory for bookkeeping runs out. */
+ * switch.  t may be NULL only for a detached thread.  -EINVAL for a bad attribute, a VP index
+ * >= ursa_vp_count() or a region destroyed since ursa_attr_setregion.  -EAGAIN when no stack can
+ * be mapped (memory or address space for its size, or vm.max_map_count exhausted: ursa prints
+ * which, once per cause), -ENOMEM when memory for bookkeeping runs out. */
 URSA_API int ursa_create(ursa_thread_t *t, const ursa_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* Waits for t to finish and releases it; *result (if non-NULL) gets its return value.  May switch.
@@ -167,7 +181,9 @@ URSA_API int ursa_join(ursa_thread_t t, void **result);
 URSA_API int ursa_detach(ursa_thread_t t);
 
 /* Ends the calling thread with result.  Called by main, ends main's thread: the process then exits
- * with status 0 when the last thread finishes. */
+ * with status 0 when the last thread finishes.  Called from a thread that is not an ursa thread
+ * (or in a child of fork that has no runtime) it cannot return: it prints a usage error naming
+ * the misuse and aborts. */
 URSA_API void ursa_exit(void *result) __attribute__((noreturn));
 
 /* The calling thread's handle (URSA_THREAD_NULL outside ursa). */
@@ -212,13 +228,19 @@ URSA_API const char *ursa_sched_policy(void);
 /* A region (the papers' PCM): ursa guarantees that no two threads of one region ever run at the
  * same time.  A region is bound to one VP at a time; its threads run only there, so code inside a
  * region may use shared variables and URSA_WAITFOR without locks while regions run in parallel.
- * Storage belongs to the caller and must stay valid while the region has threads. */
+ * Storage belongs to the caller and names the region in calls; the region's state lives in ursa's
+ * memory, so storage freed or overwritten without ursa_region_destroy only leaks that region
+ * (until ursa_fini) and harms no other one.  A copy of the storage is not the region (-EINVAL). */
 typedef struct ursa_region { uint64_t _private[6]; } ursa_region_t;
-/* vp: a VP index or URSA_VP_ANY (the least loaded).  -EINVAL for a bad index. */
+/* vp: a VP index or URSA_VP_ANY (the least loaded).  -EINVAL for a bad index, -EBUSY when r is a
+ * live region already (destroy it first), -ENOMEM when memory for the region runs out, -EAGAIN
+ * beyond 1,048,576 live regions. */
 URSA_API int ursa_region_init(ursa_region_t *r, int vp);
 /* -EBUSY while threads of the region have not finished. */
 URSA_API int ursa_region_destroy(ursa_region_t *r);
-/* Threads created with this attribute belong to r for their whole life. */
+/* Threads created with this attribute belong to r for their whole life.  ursa_create returns
+ * -EINVAL when r has been destroyed since (even if its storage holds a new region: name it
+ * again). */
 URSA_API int ursa_attr_setregion(ursa_attr_t *attr, ursa_region_t *r);
 /* Moves the whole region to VP vp (see also ursa_config_t.region_balance): it happens at the region's current VP's next switch, while none
  * of the region's threads runs (a member that calls this keeps running until it yields or blocks).
@@ -238,7 +260,8 @@ URSA_API const char *ursa_model_name(int model);
 
 /* For a program written in the CM or PCM style (shared variables without locks): 0 under cm and
  * pcm; under cp-ts and cp-ic prints why to stderr and returns -ENOTSUP, so the program can stop
- * at start instead of racing (the journal paper's Table XXII).  -EPERM before ursa_init. */
+ * at start instead of racing (the journal paper's Table XXII).  -EPERM before ursa_init or from a
+ * kernel thread that is not an ursa thread. */
 URSA_API int ursa_require_cooperative(void);
 
 /* A section in which the calling thread is not preempted (cp-ts, cp-ic); nestable.  A preemption

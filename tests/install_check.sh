@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/install_check.sh BUILD_DIR SOURCE_DIR - installs the build into a scratch prefix and checks
 # that (1) libursa.so exports ursa_ symbols only, (2) a CMake project finds it with
-# find_package(ursa), (3) pkg-config finds it; both consumers build and run examples/hello.c.
+# find_package(ursa), (3) pkg-config finds it; both consumers build and run examples/hello.c, and
+# (4) both hand -fstack-clash-protection to the consumer when the build offers it
+# (URSA_STACK_CLASH_PROTECTION and a compiler that knows the flag).
 set -eu
 build=$1; src=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -38,4 +40,12 @@ pc_dir=$(dirname "$lib")/pkgconfig
 cc "$src/examples/hello.c" -o "$tmp/hello_pc" $(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs ursa) \
    -Wl,-rpath,"$(dirname "$lib")"
 [ "$("$tmp/hello_pc")" = "$expected" ]
+ccomp=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+if ! grep -q '^URSA_STACK_CLASH_PROTECTION:BOOL=OFF' "$build/CMakeCache.txt" &&
+   echo 'int x;' | "${ccomp:-cc}" -fstack-clash-protection -Werror -x c -c -o /dev/null - 2>/dev/null; then
+  PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags ursa | grep -q -- -fstack-clash-protection ||
+    { echo "pkg-config --cflags ursa lacks -fstack-clash-protection"; exit 1; }
+  ninja -C "$tmp/consumer/build" -t commands hello_shared | grep -q -- -fstack-clash-protection ||
+    { echo "find_package(ursa)'s ursa::ursa does not add -fstack-clash-protection"; exit 1; }
+fi
 echo "install check: exports, strict C11/C++ header, find_package(ursa) and pkg-config all good"

@@ -28,7 +28,7 @@ static int key_index(ursa_key_t key) {
 int ursa_key_create(ursa_key_t *key, void (*destructor)(void *)) {
   int i;
   if (key == NULL) return -EINVAL;
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   for (i = 0; i < URSA_KEYS_MAX; i++) {
     if (!(keys[i].gen & 1)) {
       keys[i].gen = (keys[i].gen + 1) & 0xffffff;   /* odd: in use */
@@ -42,7 +42,7 @@ int ursa_key_create(ursa_key_t *key, void (*destructor)(void *)) {
 
 int ursa_key_delete(ursa_key_t key) {
   int i = key_index(key);
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   if (i < 0) return -EINVAL;
   keys[i].gen = (keys[i].gen + 1) & 0xffffff;       /* even: free; old values go stale */
   keys[i].destructor = NULL;

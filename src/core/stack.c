@@ -14,7 +14,8 @@
  * so adjacent stacks merge into one VMA and vm.max_map_count does not limit the thread count.
  * Where the kernel lacks it (EINVAL) ursa falls back to mprotect(PROT_NONE) for good, which costs
  * two VMAs per stack; when the VMA limit is reached, mmap or mprotect fails with ENOMEM and
- * ursa_create returns -EAGAIN after printing one line that names vm.max_map_count.
+ * ursa_create returns -EAGAIN after printing one line that names vm.max_map_count (only when the
+ * process is at that limit: a size beyond memory or address space gets its own line).
  *
  * The pool (SplitThreads' queue of uninitialized threads).  A finished thread's default-size stack
  * goes to its VP's LIFO pool (up to stack_cache stacks); ursa_create takes from it first, so
@@ -27,12 +28,24 @@
  * the descriptor; VP 0's idle context, which does, keeps it (src/sched/vp.c).  A finished thread
  * leaves the fiber as it found it (sched.c, ursa__thread_entry).
  *
+ * Readers (issue #22 item 2).  The dumps (ursa_dump, the URSA_DUMP_SIGNAL thread) read every
+ * thread's descriptor, and the stack below it, while other VPs run on; a thread they found may be
+ * released meanwhile.  A pooled stack stays mapped (a stale read, never a fault), but an unmapped
+ * one would fault, so a reader counts itself in `readers` for its whole walk and, while any is
+ * counted, stacks are not unmapped but put on `deferred`, which the last reader to leave unmaps.
+ * Only the unmapping paths (a stack of another size, a full pool, draining a pool) look at the
+ * count: the pool and the one-VP fast paths of create, join and exit are unchanged.  The handshake
+ * is Dekker's: a reader increments the count, fences, then reads the handle table; a releaser has
+ * cleared the thread's slot before, fences, then reads the count.  So either the reader cannot
+ * find the thread any more, or the releaser sees the reader and defers.
+ *
  * Overflow.  Every VP's kernel thread runs a SIGSEGV/SIGBUS handler on an alternate signal stack.
  * A fault inside the running thread's guard page prints
  *   ursa: stack overflow in thread <id> (<name>): stack [lo,hi) <size> bytes, fault at <addr>
  * and aborts; any other fault gets the handler that was there before ursa (normally the default
  * action and its core dump).
- * Executed only by the VP's own kernel thread (the pool is per VP and unlocked).
+ * Executed only by the VP's own kernel thread (the pool is per VP and unlocked), except the
+ * readers' count and the deferred list (any kernel thread, under readers.lock).
  */
 #define _GNU_SOURCE
 #include "stack.h"
@@ -76,15 +89,46 @@ static unsigned color_next;                   /* atomic: cache colour of the nex
  * with 1 colour, 11.9 with 16, 11.2 with 48. */
 #define URSA__COLORS 24u
 #define URSA__COLOR_STEP 128u
-static int warned_vma;
+static int warned_vma, warned_size;
 
-static void warn_vma_once(const char *what) {
-  if (warned_vma) return;
-  warned_vma = 1;
+/* Whether the process is at vm.max_map_count, the other reason (besides memory and address space)
+ * for mmap and mprotect to fail with ENOMEM: its mappings (the lines of /proc/self/maps) against
+ * the limit, with room for the two that a guarded stack needs.  Only asked on a failure. */
+static bool at_map_limit(long *limit) {
+  char line[512];
+  long maps = 0;
+  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+  *limit = 0;
+  if (f == NULL) return false;
+  if (fscanf(f, "%ld", limit) != 1) *limit = 0;
+  fclose(f);
+  if (*limit <= 0 || (f = fopen("/proc/self/maps", "r")) == NULL) return false;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (strchr(line, '\n') != NULL) maps++;
+  fclose(f);
+  return maps + 3 >= *limit;
+}
+
+/* One line, once per cause, when a stack cannot be made: what failed and why, naming
+ * vm.max_map_count only when the process is at it (issue #22 item 9). */
+static void warn_stack(const char *what, size_t size) {
+  int e = errno;
+  long limit;
+  if (e == ENOMEM && at_map_limit(&limit)) {
+    if (warned_vma) return;
+    warned_vma = 1;
+    fprintf(stderr,
+            "ursa: cannot %s for a new thread (%s): the process has reached vm.max_map_count (%ld "
+            "mappings); ursa_create returns -EAGAIN (raise vm.max_map_count or use fewer threads)\n",
+            what, strerror(e), limit);
+    return;
+  }
+  if (warned_size) return;
+  warned_size = 1;
   fprintf(stderr,
-          "ursa: cannot %s for a new thread (%s): memory or vm.max_map_count exhausted; "
-          "ursa_create returns -EAGAIN (raise vm.max_map_count or use smaller/fewer stacks)\n",
-          what, strerror(errno));
+          "ursa: cannot %s of %zu bytes for a new thread (%s): not enough memory or address space "
+          "(RLIMIT_AS, overcommit, or a size beyond the address space); ursa_create returns -EAGAIN\n",
+          what, size, strerror(e));
 }
 
 #if URSA_ASAN
@@ -127,7 +171,7 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
                      : mmap(NULL, size + guard, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (map == MAP_FAILED) {
-    warn_vma_once("map a stack");
+    warn_stack("map a stack", size);
     *err = -EAGAIN;
     return NULL;
   }
@@ -156,7 +200,7 @@ static struct ursa__thread *stack_map(size_t size, int *err) {
 #endif
   return t;
 fail:
-  warn_vma_once("add a stack guard page");
+  warn_stack("add a guard page to a stack", size);
   munmap(map, size + guard);
   *err = -EAGAIN;
   return NULL;
@@ -170,6 +214,74 @@ static void stack_unmap(struct ursa__thread *t) {
   VALGRIND_STACK_DEREGISTER(t->vg_stack);
 #endif
   munmap(t->stack_lo - ursa__g.guard_size, t->stack_size + ursa__g.guard_size);
+}
+
+/* ThreadSanitizer does not model fences, and GCC >= 12 warns about each seq_cst fence under
+ * -fsanitize=thread (src/sched/deque.h does the same).  The two below only order a store before a
+ * load (Dekker); TSan builds skip the dump tests, whose reads are racy by design. */
+#if defined(__SANITIZE_THREAD__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
+
+/* The readers of descriptors (see the comment at the top). */
+static struct {
+  unsigned             count;         /* atomic: readers walking now                            */
+  ursa__spin_t         lock;          /* guards deferred, and the last reader's leaving         */
+  struct ursa__thread *deferred;      /* stacks released while a reader walked (linked by qnext) */
+} readers;
+
+void ursa__stack_readers_enter(void) {
+  __atomic_add_fetch(&readers.count, 1u, __ATOMIC_SEQ_CST);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);   /* then the handle table: pairs with stack_release's */
+}
+
+void ursa__stack_readers_exit(void) {
+  struct ursa__thread *list = NULL;
+  ursa__spin_lock(&readers.lock);
+  if (__atomic_sub_fetch(&readers.count, 1u, __ATOMIC_SEQ_CST) == 0) {
+    list = readers.deferred;
+    readers.deferred = NULL;
+  }
+  ursa__spin_unlock(&readers.lock);
+  while (list) {
+    struct ursa__thread *t = list;
+    list = t->qnext;
+    stack_unmap(t);
+  }
+}
+
+/* Unmaps the stack of a released thread, or defers it while a reader walks.  The thread's slot was
+ * cleared before (a pooled stack's long before), so a reader that counts itself after the fence
+ * below cannot find it. */
+static void stack_release(struct ursa__thread *t) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);   /* pairs with ursa__stack_readers_enter's */
+  if (__atomic_load_n(&readers.count, __ATOMIC_RELAXED) != 0) {
+    ursa__spin_lock(&readers.lock);
+    if (__atomic_load_n(&readers.count, __ATOMIC_RELAXED) != 0) {
+      t->qnext = readers.deferred;           /* (no reader reads qnext) */
+      readers.deferred = t;
+      ursa__spin_unlock(&readers.lock);
+      return;
+    }
+    ursa__spin_unlock(&readers.lock);
+  }
+  stack_unmap(t);
+}
+
+/* fork (src/runtime/): the lock is held across the fork, so the child's copy is consistent; the
+ * child has no reader (only the forking kernel thread lives on), so what was deferred goes now. */
+void ursa__stack_atfork_prepare(void) { ursa__spin_lock(&readers.lock); }
+void ursa__stack_atfork_parent(void) { ursa__spin_unlock(&readers.lock); }
+void ursa__stack_atfork_child(void) {
+  struct ursa__thread *list = readers.deferred;
+  readers.deferred = NULL;
+  readers.count = 0;
+  readers.lock = 0;
+  while (list) {
+    struct ursa__thread *t = list;
+    list = t->qnext;
+    stack_unmap(t);
+  }
 }
 
 struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_t size, int *err) {
@@ -195,7 +307,7 @@ void ursa__stack_put_slow(struct ursa__vp *vp, struct ursa__thread *t) {
     vp->pool_len++;
     return;
   }
-  stack_unmap(t);
+  stack_release(t);
 }
 
 int ursa__stack_prealloc(struct ursa__vp *vp, size_t n) {
@@ -212,7 +324,7 @@ void ursa__stack_pool_drain(struct ursa__vp *vp) {
   while (vp->pool) {
     struct ursa__thread *t = vp->pool;
     vp->pool = t->qnext;
-    stack_unmap(t);
+    stack_release(t);
   }
   vp->pool_len = 0;
 }

@@ -35,6 +35,15 @@ static inline void ursa__stack_put(struct ursa__vp *vp, struct ursa__thread *t) 
   }
   ursa__stack_put_slow(vp, t);
 }
+/* A reader of other threads' descriptors and stacks (the dumps) brackets its walk with these:
+ * meanwhile no stack is unmapped (released ones wait for the last reader), so whatever descriptor
+ * it found stays readable.  Any kernel thread; not reentrant-safe from a signal handler. */
+URSA_HIDDEN void ursa__stack_readers_enter(void);
+URSA_HIDDEN void ursa__stack_readers_exit(void);
+/* fork: prepare takes the readers' lock, parent releases it, child resets (no reader lives on). */
+URSA_HIDDEN void ursa__stack_atfork_prepare(void);
+URSA_HIDDEN void ursa__stack_atfork_parent(void);
+URSA_HIDDEN void ursa__stack_atfork_child(void);
 URSA_HIDDEN int  ursa__stack_prealloc(struct ursa__vp *vp, size_t n);
 URSA_HIDDEN void ursa__stack_pool_drain(struct ursa__vp *vp);
 URSA_HIDDEN int  ursa__overflow_handler_install(void);

@@ -39,7 +39,7 @@
  *
  * Who may call what
  *   ursa__trace_init, _fini, _discard: ursa_init / ursa_fini, on VP 0's kernel thread, while no
- *   other VP runs.  ursa__trace_switch, _wake, _idle, _preempt: a VP's own kernel thread, for that
+ *   other VP runs; _atfork_child: the fork handler, in the child.  ursa__trace_switch, _wake, _idle, _preempt: a VP's own kernel thread, for that
  *   VP, only while the flag is set.
  */
 #define _GNU_SOURCE
@@ -94,6 +94,7 @@ static struct {
   uint64_t    max;                /* slots per VP */
   uint64_t    main_id;
   int         written;            /* by the atexit handler */
+  int         forked;             /* the child of a fork: the file is the parent's, not written */
 } T;
 
 static int atexit_done;
@@ -213,7 +214,7 @@ static void free_buffers(void) {
 static void write_trace(uint64_t t_end);
 
 static void trace_atexit(void) {
-  if (T.vps == NULL || T.written) return;
+  if (T.vps == NULL || T.written || T.forked) return;
   /* Other VPs may still run: stop the hooks, then read each buffer as it is (file comment). */
   __atomic_store_n(&ursa__trace_flag.on, 0, __ATOMIC_RELAXED);
   write_trace(ursa__now());
@@ -272,8 +273,17 @@ void ursa__trace_discard(void) {
 void ursa__trace_fini(void) {
   if (T.vps == NULL) return;
   __atomic_store_n(&ursa__trace_flag.on, 0, __ATOMIC_RELAXED);
-  write_trace(ursa__now());
+  if (T.forked) fclose(T.f);                          /* (nothing was written to it yet) */
+  else write_trace(ursa__now());
   free_buffers();
+}
+
+/* In the child of a fork (src/runtime/): the trace and its file are the parent's; the child
+ * records nothing more and writes nothing. */
+void ursa__trace_atfork_child(void) {
+  if (T.vps == NULL) return;
+  __atomic_store_n(&ursa__trace_flag.on, 0, __ATOMIC_RELAXED);
+  T.forked = 1;
 }
 
 /* ---- writing ----------------------------------------------------------------------------------- */

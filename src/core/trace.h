@@ -48,6 +48,7 @@ URSA_HIDDEN void ursa__trace_init(void);
 URSA_HIDDEN void ursa__trace_fini(void);
 /* A failed ursa_init: drops the buffers and the file. */
 URSA_HIDDEN void ursa__trace_discard(void);
+URSA_HIDDEN void ursa__trace_atfork_child(void);   /* fork: the child writes no trace */
 
 
 #endif /* URSA_CORE_TRACE_H */

@@ -131,6 +131,10 @@ struct ursa__global {
   int      preempt_live;             /* cp-ts handlers act (set last by ursa_init, cleared first
                                         by ursa_fini; relaxed: read by the handler)           */
   uint64_t rotate_ns;                /* the rotator's interval timer period, 0: none          */
+  int      forked;                   /* this process is the child of a fork that left the runtime
+                                        in the parent (several VPs, or forked by a kernel thread
+                                        that was no VP): every call returns -ECHILD. Set by the
+                                        fork handler (src/runtime/), never cleared             */
 };
 URSA_HIDDEN extern struct ursa__global ursa__g;
 
@@ -150,10 +154,14 @@ static inline struct ursa__thread *ursa__thread_get(ursa_thread_t h) {
   return t;
 }
 
-/* The running VP, or return -EPERM from the calling API function. */
+/* What a call from a kernel thread without a VP returns: -EPERM (not an ursa thread, or before
+ * ursa_init), or -ECHILD in the child of a fork that left the runtime behind (ursa__g.forked). */
+URSA_HIDDEN int ursa__novp(void) __attribute__((cold));
+
+/* The running VP, or return ursa__novp() from the calling API function. */
 #define URSA_VP_OR_RETURN(vp)                                    \
   struct ursa__vp *vp = ursa__tls_vp;                            \
-  if (ursa_unlikely(vp == NULL)) return -EPERM
+  if (ursa_unlikely(vp == NULL)) return ursa__novp()
 
 /* An object's lock: taken only when the runtime has several VPs (URSA__SMPMODE), so
  * with one VP the core's paths stay free of atomics. */

@@ -119,6 +119,15 @@ int ursa__model_go(struct ursa__vp *vp0) {
   return 0;
 }
 
+/* fork, one VP: the child keeps the runtime but not the parent's POSIX timers (fork does not
+ * inherit them): forget their ids (they may name the child's own timers later) and make cp-ts's
+ * timer again for the child's kernel thread.  Runs in the child's fork handler. */
+void ursa__model_atfork_child(struct ursa__vp *vp) {
+  uint8_t on = vp->timers_on;
+  __atomic_store_n(&vp->timers_on, (uint8_t)0, __ATOMIC_RELAXED);
+  if (on & (1u << URSA__SIGTIMER_TS)) (void)ursa__sigtimer_start(vp, URSA__SIGTIMER_TS);
+}
+
 void ursa__model_stop(struct ursa__vp *vp0) {
   __atomic_store_n(&ursa__g.preempt_live, 0, __ATOMIC_RELAXED);
   ursa__sigtimer_stop(vp0, URSA__SIGTIMER_ROT);
@@ -197,7 +206,7 @@ int ursa_preempt_enable(void) {
 }
 
 int ursa_require_cooperative(void) {
-  if (!ursa__g.initialized) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();     /* before ursa_init, or not an ursa thread */
   if (ursa__g.model == URSA_MODEL_CP_TS || ursa__g.model == URSA_MODEL_CP_IC) {
     fprintf(stderr, "ursa: this program is written for cooperative execution (shared variables "
                     "without locks) and must not run under the preemptive model %s; run it with "

@@ -24,6 +24,8 @@ URSA_HIDDEN int  ursa__model_go(struct ursa__vp *vp0);
 URSA_HIDDEN int32_t ursa__ic_start(void);
 /* ursa_fini, and a failing ursa_init. */
 URSA_HIDDEN void ursa__model_stop(struct ursa__vp *vp0);
+/* In the child of a fork at one VP (src/runtime/): the timers are the parent's; remakes cp-ts's. */
+URSA_HIDDEN void ursa__model_atfork_child(struct ursa__vp *vp);
 
 /* The hook behind ursa__preempt_point (sched.h): takes the deferred preemption. */
 URSA_HIDDEN void ursa__preempt_deferred(struct ursa__vp *vp);

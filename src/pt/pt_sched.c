@@ -503,7 +503,7 @@ int ursa_pts_spawn(struct ursa_pts *t, int vp, ursa_pts_fn fn, void *arg) {
 }
 
 int ursa_pts_spawn_region(struct ursa_pts *t, ursa_region_t *r, ursa_pts_fn fn, void *arg) {
-  if (r == NULL) return ursa__tls_vp ? -EINVAL : -EPERM;
+  if (r == NULL) return ursa__tls_vp ? -EINVAL : ursa__novp();
   return spawn(t, URSA_VP_SELF, r, fn, arg);
 }
 
@@ -728,7 +728,7 @@ int ursa__pts_sleep(struct ursa_pts *self, uint64_t ns) {
 
 int ursa_pts_sem_init(struct ursa_pts_sem *s, unsigned value) {
   register_kinds();
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   if (s == NULL || value > URSA_SEM_VALUE_MAX) return -EINVAL;
   memset(s, 0, sizeof *s);
   s->count = value;

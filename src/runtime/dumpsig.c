@@ -16,7 +16,8 @@
  *
  * Refused (a warning, and no dump signal): a signal ursa itself uses (SIGSEGV and SIGBUS for stack
  * overflow reports, cp-ts's SIGRTMIN+4), SIGKILL and SIGSTOP, and values that are not a signal.
- * Called by ursa_init and ursa_fini only.
+ * In the child of a fork the thread is gone (it stayed in the parent): the signal does nothing
+ * there.  Called by ursa_init, ursa_fini and the fork handler only.
  */
 #define _GNU_SOURCE
 #include "runtime.h"
@@ -36,6 +37,7 @@ static struct {
   sem_t            bell;       /* posted by the handler, and by stop */
   pthread_t        thread;
   int              stop;       /* atomic: stop asks the thread to end; pairs with its acquire load */
+  int              gone;       /* the child of a fork: the thread stayed in the parent */
   struct sigaction old;
 } ds;
 
@@ -113,8 +115,17 @@ void ursa__dumpsig_stop(void) {
   if (ds.sig == 0) return;
   sigaction(ds.sig, &ds.old, NULL);          /* no post can come from here on */
   ds.sig = 0;
-  __atomic_store_n(&ds.stop, 1, __ATOMIC_RELEASE);
-  sem_post(&ds.bell);
-  pthread_join(ds.thread, NULL);
+  if (!ds.gone) {
+    __atomic_store_n(&ds.stop, 1, __ATOMIC_RELEASE);
+    sem_post(&ds.bell);
+    pthread_join(ds.thread, NULL);
+  }
+  ds.gone = 0;
   sem_destroy(&ds.bell);
+}
+
+/* In the child of a fork: the dump thread stayed in the parent.  The handler stays (it only posts
+ * the semaphore), so the signal does nothing in the child, and ursa_fini joins no thread. */
+void ursa__dumpsig_atfork_child(void) {
+  if (ds.sig != 0) ds.gone = 1;
 }

@@ -6,6 +6,16 @@
  * main keeps running on its own stack, and from then on it is scheduled like any other thread
  * (with several VPs, main stays on VP 0).  It starts VPs 1..N-1 (src/sched/vp.c).
  * ursa_init and ursa_fini are called by that kernel thread only.
+ *
+ * fork (issue #22 item 4).  ursa_init registers fork handlers once (pthread_atfork).  The child of
+ * a fork has one kernel thread, the one that called fork.  With one VP, when that is VP 0's
+ * thread, the child keeps the runtime: the caller is the only ursa thread that runs on, the others
+ * are copies that run when it lets them (a yield, a wait), as in the parent; the dump thread and
+ * the parent's timers are not there (cp-ts gets a new timer; the trace is not written by the
+ * child).  Otherwise (several VPs: the other VPs' kernel threads are gone with whatever they held,
+ * locks included; or forked by a kernel thread that was no VP) the runtime stays in the parent:
+ * the child's thread leaves its VP and every ursa call returns -ECHILD (ursa__novp), ursa_init
+ * included, so the child can only exec or _exit (or go on without ursa).
  */
 #define _GNU_SOURCE
 #include "runtime.h"
@@ -19,6 +29,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,11 +64,36 @@ static void print_stats_at_exit(void) {
   if (ursa__g.stats) ursa_stats_print(stderr);
 }
 
+/* ---- fork (see the top) ---------------------------------------------------------------------- */
+
+static int atfork_registered;
+
+static void atfork_prepare(void) { ursa__stack_atfork_prepare(); }
+static void atfork_parent(void) { ursa__stack_atfork_parent(); }
+static void atfork_child(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  ursa__stack_atfork_child();                          /* no dump reads in the child */
+  if (!ursa__g.initialized) return;
+  ursa__dumpsig_atfork_child();
+  ursa__trace_atfork_child();
+  if (ursa__g.nvps == 1 && vp == &ursa__g.vp0) {      /* the VP itself forked: it goes on */
+    ursa__model_atfork_child(vp);
+    return;
+  }
+  __atomic_store_n(&ursa__g.forked, 1, __ATOMIC_RELAXED);
+  ursa__tls_vp = NULL;                                 /* every call: ursa__novp() == -ECHILD */
+}
+
 int ursa_init(const ursa_config_t *cfg) {
   struct ursa__vp *vp = &ursa__g.vp0;
   ursa_config_t c;
   int err;
+  if (ursa__g.forked) return -ECHILD;                  /* the runtime stayed in the parent */
   if (ursa__g.initialized || ursa__tls_vp) return -EBUSY;
+  if (!atfork_registered) {
+    if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0) return -ENOMEM;
+    atfork_registered = 1;
+  }
   ursa__sched_register_kinds();                        /* the reports' names of each wait */
   ursa__sync_register_kinds();
 #if URSA_TEST_HARD
@@ -166,7 +202,7 @@ static void count_live(struct ursa__thread *t, void *arg) {
 int ursa_fini(void) {
   struct ursa__vp *vp = ursa__tls_vp;
   size_t live = 0;
-  if (vp == NULL) return -EPERM;
+  if (vp == NULL) return ursa__novp();
   if (vp->cur != vp->main_thread) return -EPERM;
   ursa__thread_foreach(count_live, &live);
   if (live > 1) return -EBUSY;                        /* threads alive or not yet joined */
@@ -180,6 +216,7 @@ int ursa_fini(void) {
   ursa__overflow_handler_remove();
   ursa__stack_pool_drain(vp);
   ursa__threads_fini();
+  ursa__regions_fini();
   free(vp->timers);
   free(vp->runq.buf);
   {
@@ -301,6 +338,7 @@ const char *ursa_strerror(int err) {
   case EAGAIN:     return "resource temporarily unavailable";
   case ENOMEM:     return "out of memory";
   case ETIMEDOUT:  return "timed out";
+  case ECHILD:     return "the runtime stayed in the parent (a call in the child of a fork)";
   case EOVERFLOW:  return "value too large";
   default:         return strerror(err);
   }

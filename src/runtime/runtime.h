@@ -10,5 +10,6 @@
 /* URSA_DUMP_SIGNAL: started at the end of ursa_init, stopped first in ursa_fini. */
 URSA_HIDDEN void ursa__dumpsig_start(void);
 URSA_HIDDEN void ursa__dumpsig_stop(void);
+URSA_HIDDEN void ursa__dumpsig_atfork_child(void);   /* the fork handler, in the child */
 
 #endif /* URSA_RUNTIME_H */

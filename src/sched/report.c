@@ -5,7 +5,10 @@
  * in the registry (ursa__waitkind_register, sched.h) names it and, for objects with an owner,
  * says who holds the object: that is the wait-for graph's edge.  The walks below read other
  * VPs' threads without stopping them: state and wait fields are relaxed atomics (a snapshot that
- * may be stale, never torn), and a backtrace is taken only of a suspended thread.
+ * may be stale, never torn), and a backtrace is taken only of a suspended thread.  A dump counts
+ * itself as a reader of descriptors (ursa__stack_readers_enter, src/core/stack.c) for its whole
+ * walk, so a thread released meanwhile by another VP keeps its stack mapped until the dump ends:
+ * what it reads may be stale, never unmapped.
  * Who calls what: ursa__deadlock_report from the one-VP block path (sched.c) and the SMP idle
  * loop (vp.c) when nothing can run again; ursa__dump_all from ursa_dump and the dump thread
  * (src/runtime/dumpsig.c).
@@ -114,35 +117,48 @@ static void dump_one(struct ursa__thread *t, void *arg) {
 }
 
 /* Cycle search: walk from each unvisited thread along waits_for, stamping the walk's number in
- * mark; meeting the current walk's stamp again closes a cycle, which is then printed once. */
-struct cycles { FILE *f; uint64_t walk; int n; };
+ * mark; meeting the current walk's stamp again closes a cycle, which is then printed once.  Each
+ * search's stamps lie above every earlier search's (base, from dump_seq), so a mark below base
+ * means "not visited yet" and no pass clears the marks first; two dumps at once (two VPs, the
+ * dump thread) cannot make each other loop: a mark at or above one's base stops its walk. */
+struct cycles { FILE *f; uint64_t base, walk; int n; };
 
-static void clear_mark(struct ursa__thread *t, void *arg) { URSA_UNUSED(arg); t->mark = 0; }
+static uint64_t dump_seq;                     /* atomic: the last search's base */
+
+static uint64_t mark_of(const struct ursa__thread *t) { return __atomic_load_n(&t->mark, __ATOMIC_RELAXED); }
 
 static void find_cycle(struct ursa__thread *t, void *arg) {
   struct cycles *c = arg;
   struct ursa__thread *u = t, *v;
+  size_t len = 0;
   c->walk++;
-  while (u && u->mark == 0) {
-    u->mark = c->walk;
+  while (u && mark_of(u) < c->base) {
+    __atomic_store_n(&u->mark, c->walk, __ATOMIC_RELAXED);
+    len++;
     u = waits_for(u);
   }
-  if (u == NULL || u->mark != c->walk) return;  /* ended, or joined an earlier walk */
+  if (u == NULL || mark_of(u) != c->walk) return;  /* ended, or joined an earlier walk */
   c->n++;
   fprintf(c->f, "ursa: wait-for cycle:");
   v = u;
-  do {
+  for (;;) {                     /* (with other VPs running the graph may change meanwhile) */
     fprintf(c->f, " thread %llu (%s) waits in ", (unsigned long long)v->id, v->name);
     print_wait(c->f, v);
     v = waits_for(v);
-    fprintf(c->f, v == u ? ".\n" : ";");
-  } while (v != u);
+    if (v == u) { fprintf(c->f, ".\n"); return; }
+    if (v == NULL || mark_of(v) != c->walk || len-- == 0) {
+      fprintf(c->f, "; (it changed while it was read)\n");
+      return;
+    }
+    fprintf(c->f, ";");
+  }
 }
 
 /* Prints every cycle of the wait-for graph; returns how many. */
 static int print_cycles(FILE *f) {
-  struct cycles c = { f, 0, 0 };
-  ursa__thread_foreach(clear_mark, NULL);
+  struct cycles c = { f, 0, 0, 0 };
+  c.base = __atomic_add_fetch(&dump_seq, (uint64_t)1 << 32, __ATOMIC_RELAXED);   /* 2^32 walks each */
+  c.walk = c.base;
   ursa__thread_foreach(find_cycle, &c);
   return c.n;
 }
@@ -160,6 +176,7 @@ void ursa__deadlock_report(struct ursa__vp *vp) {
 
 void ursa__dump_all(FILE *f, struct ursa__vp *vp, struct ursa__thread *self) {
   struct dump count = { NULL, 0, 0, 0, NULL }, print = { f, 0, 0, 1, self };
+  ursa__stack_readers_enter();                                /* no stack unmapped until exit */
   ursa__thread_foreach(dump_one, &count);
   if (vp)
     fprintf(f, "ursa: %d threads; dumped by thread %llu on VP %u (%u VPs); %u ready on it, %u timers armed\n",
@@ -169,6 +186,7 @@ void ursa__dump_all(FILE *f, struct ursa__vp *vp, struct ursa__thread *self) {
             ursa__g.nvps);
   ursa__thread_foreach(dump_one, &print);
   print_cycles(f);                                            /* a partial deadlock, on demand */
+  ursa__stack_readers_exit();
   fflush(f);
 }
 

@@ -348,6 +348,11 @@ URSA_HIDDEN struct ursa__vp *ursa__region_vp(const struct ursa__region *r);
 URSA_HIDDEN void ursa__regions_apply(struct ursa__vp *vp, const struct ursa__region *stays);
 URSA_HIDDEN void ursa__regions_balance(struct ursa__vp *vp, const struct ursa__region *stays);
 URSA_HIDDEN struct ursa__region *ursa__region_of(ursa_region_t *r);
+/* A region as an attribute keeps it: its record's id and generation (-EINVAL for no live region);
+ * find gives the live record they name, NULL once it was destroyed. */
+URSA_HIDDEN int ursa__region_name(ursa_region_t *r, uint32_t *id, uint32_t *gen);
+URSA_HIDDEN struct ursa__region *ursa__region_find(uint32_t id, uint32_t gen);
+URSA_HIDDEN void ursa__regions_fini(void);            /* ursa_fini: frees every record */
 URSA_HIDDEN void ursa__region_join(struct ursa__region *r);
 URSA_HIDDEN void ursa__region_leave(struct ursa__region *r);
 /* Calls fn for every live thread (for reports).  Slow path. */

@@ -24,6 +24,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -42,7 +43,8 @@ struct ursa__attr {
   int32_t  vp;                                       /* URSA_VP_SELF, URSA_VP_ANY, index,
                                                         or VP_DEFAULT (never set)       */
   uint32_t bound;
-  struct ursa__region *region;
+  uint32_t region_id, region_gen;                    /* the region (region.c), id 0: none;
+                                                        checked again by ursa_create    */
 };
 URSA__STATIC_ASSERT_FITS(struct ursa__attr, ursa_attr_t);
 
@@ -89,9 +91,10 @@ int ursa_attr_setbound(ursa_attr_t *attr, int bound) {
 
 int ursa_attr_setregion(ursa_attr_t *attr, ursa_region_t *r) {
   struct ursa__attr *a = attr_get(attr);
-  struct ursa__region *x = r ? ursa__region_of(r) : NULL;
-  if (a == NULL || (r != NULL && x == NULL)) return -EINVAL;
-  a->region = x;
+  uint32_t id = 0, gen = 0;
+  if (a == NULL || (r != NULL && ursa__region_name(r, &id, &gen) != 0)) return -EINVAL;
+  a->region_id = id;
+  a->region_gen = gen;
   return 0;
 }
 
@@ -369,7 +372,8 @@ static URSA__ALWAYS_INLINE int create_(struct ursa__vp *vp, ursa_thread_t *out, 
     t->detached = (uint8_t)a->detached;
     if (a->name[0]) memcpy(t->name, a->name, URSA_NAME_MAX);
     else t->name[0] = '\0';
-    t->region = a->region;
+    /* (ursa_create checked the region; one destroyed since, by another thread, is a misuse) */
+    t->region = a->region_id ? ursa__region_find(a->region_id, a->region_gen) : NULL;
     if (t->region != NULL) ursa__region_join(t->region);
   }
 #if URSA_ASAN
@@ -399,7 +403,9 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   const struct ursa__attr *a = NULL;
   URSA_VP_OR_RETURN(vp);
   if (ursa_unlikely(fn == NULL)) return -EINVAL;
-  if (attr != NULL && ((a = attr_get(attr)) == NULL || a->vp >= (int)ursa__g.nvps)) return -EINVAL;
+  if (attr != NULL && ((a = attr_get(attr)) == NULL || a->vp >= (int)ursa__g.nvps ||
+                       (a->region_id != 0 && ursa__region_find(a->region_id, a->region_gen) == NULL)))
+    return -EINVAL;                                  /* (a region destroyed since setregion too) */
   if (ursa_unlikely(out == NULL && !(a && a->detached))) return -EINVAL;
   if (ursa_unlikely(vp->mode != URSA__FAST)) return create_slow(vp, out, a, fn, arg);   /* SMP, trace, cp-ts */
   return create_(vp, out, a, fn, arg, false);
@@ -488,13 +494,19 @@ int ursa_detach(ursa_thread_t h) {
 
 void ursa_exit(void *result) {
   struct ursa__vp *vp = ursa__tls_vp;
-  if (vp == NULL) URSA_PANIC("ursa_exit called outside an ursa thread");
+  if (ursa_unlikely(vp == NULL)) {                   /* a misuse, not an ursa bug; cannot return */
+    fprintf(stderr, "ursa: ursa_exit called from a thread that is not an ursa thread%s; aborting "
+                    "(ursa_exit ends an ursa thread and cannot return)\n",
+            __atomic_load_n(&ursa__g.forked, __ATOMIC_RELAXED)
+                ? " (in the child of a fork, which left the runtime in the parent)" : "");
+    abort();
+  }
   ursa__thread_finish(vp, result);
 }
 
 int ursa_vp_self(void) {
   struct ursa__vp *vp = ursa__tls_vp;
-  return vp ? (int)vp->index : -EPERM;
+  return vp ? (int)vp->index : ursa__novp();
 }
 
 int ursa_vp_pin(void) {

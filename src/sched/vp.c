@@ -826,7 +826,7 @@ int ursa__smp_init(void) {
 #if URSA_TSAN
     void *fiber;
 #endif
-    if (st == NULL) goto fail;
+    if (st == NULL) { err = -ENOMEM; goto fail; }     /* (create's -EAGAIN: memory, for ursa_init) */
     free(idle);
     lo = st->stack_lo;
     size = st->stack_size;
@@ -855,7 +855,7 @@ int ursa__smp_init(void) {
   for (i = 1; i < n; i++) {
     struct ursa__vp *v = ursa__g.vps[i];
     pthread_attr_t pa;
-    int rc = -EAGAIN;
+    int rc = -ENOMEM;                                  /* no stack for the kernel thread */
     /* The kernel thread's stack is ours (glibc would keep a freed one cached and mapped), except
      * under Valgrind, which tells a switch between stacks from a large frame by the distance
      * between them: a stack mapped next to the ursa stacks looked like one big frame, and

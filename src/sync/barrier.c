@@ -20,7 +20,7 @@ URSA__STATIC_ASSERT_FITS(struct ursa__barrier, ursa_barrier_t);
 #define BARRIER_OR_RETURN(x, b) URSA__OBJ_OR_RETURN(struct ursa__barrier, x, b, URSA__BARRIER_MAGIC, false)
 
 int ursa_barrier_init(ursa_barrier_t *b, unsigned count) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   struct ursa__barrier *x = (struct ursa__barrier *)b;
   if (x == NULL || count == 0) return -EINVAL;
   x->magic = URSA__BARRIER_MAGIC;
@@ -32,7 +32,7 @@ int ursa_barrier_init(ursa_barrier_t *b, unsigned count) {
 }
 
 int ursa_barrier_destroy(ursa_barrier_t *b) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   BARRIER_OR_RETURN(x, b);
   ursa__olock(ursa__tls_vp, &x->lock);
   if (x->arrived) { ursa__ounlock(ursa__tls_vp, &x->lock); return -EBUSY; }

@@ -41,7 +41,7 @@ URSA__STATIC_ASSERT_FITS(struct ursa__mvar, ursa_mvar_t);
 /* ---- I-structures ----------------------------------------------------------------------------- */
 
 int ursa_ivar_init(ursa_ivar_t *v) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   struct ursa__ivar *x = (struct ursa__ivar *)v;
   if (x == NULL) return -EINVAL;
   x->magic = URSA__IVAR_MAGIC;
@@ -53,7 +53,7 @@ int ursa_ivar_init(ursa_ivar_t *v) {
 }
 
 int ursa_ivar_destroy(ursa_ivar_t *v) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   IVAR_OR_RETURN(x, v);
   ursa__olock(ursa__tls_vp, &x->lock);
   if (!ursa__q_empty(&x->q)) { ursa__ounlock(ursa__tls_vp, &x->lock); return -EBUSY; }
@@ -115,7 +115,7 @@ int ursa__ivar_get_async(ursa_ivar_t *v, struct ursa__thread *shell, void **valu
 void *ursa__ivar_value(void *ivar) { return ((struct ursa__ivar *)ivar)->value; }
 
 int ursa_ivar_tryget(ursa_ivar_t *v, void **value) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   IVAR_OR_RETURN(x, v);
   if (value == NULL) return -EINVAL;
   ursa__olock(ursa__tls_vp, &x->lock);
@@ -128,7 +128,7 @@ int ursa_ivar_tryget(ursa_ivar_t *v, void **value) {
 /* ---- M-structures ----------------------------------------------------------------------------- */
 
 int ursa_mvar_init(ursa_mvar_t *v) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   struct ursa__mvar *x = (struct ursa__mvar *)v;
   if (x == NULL) return -EINVAL;
   x->magic = URSA__MVAR_MAGIC;
@@ -140,7 +140,7 @@ int ursa_mvar_init(ursa_mvar_t *v) {
 }
 
 int ursa_mvar_destroy(ursa_mvar_t *v) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   MVAR_OR_RETURN(x, v);
   ursa__olock(ursa__tls_vp, &x->lock);
   if (!ursa__q_empty(&x->takers) || !ursa__q_empty(&x->putters)) {

@@ -53,7 +53,7 @@ static struct ursa__mutex *mutex_get(ursa_mutex_t *m) {
 }
 
 int ursa_mutex_init(ursa_mutex_t *m, int type) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   struct ursa__mutex *x = (struct ursa__mutex *)m;
   if (x == NULL || type < URSA_MUTEX_NORMAL || type > URSA_MUTEX_RECURSIVE) return -EINVAL;
   x->magic = URSA__MUTEX_MAGIC;
@@ -66,7 +66,7 @@ int ursa_mutex_init(ursa_mutex_t *m, int type) {
 }
 
 int ursa_mutex_destroy(ursa_mutex_t *m) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   struct ursa__mutex *x = mutex_get(m);
   if (x == NULL) return -EINVAL;
   ursa__olock(ursa__tls_vp, &x->lock);
@@ -164,7 +164,7 @@ static struct ursa__cond *cond_get(ursa_cond_t *c) {
 }
 
 int ursa_cond_init(ursa_cond_t *c) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   struct ursa__cond *x = (struct ursa__cond *)c;
   if (x == NULL) return -EINVAL;
   x->magic = URSA__COND_MAGIC;
@@ -174,7 +174,7 @@ int ursa_cond_init(ursa_cond_t *c) {
 }
 
 int ursa_cond_destroy(ursa_cond_t *c) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   struct ursa__cond *x = cond_get(c);
   if (x == NULL) return -EINVAL;
   ursa__olock(ursa__tls_vp, &x->lock);

@@ -97,7 +97,7 @@ struct ursa__thread *ursa__rwlock_writer(void *l) {
 }
 
 int ursa_rwlock_init(ursa_rwlock_t *l) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   struct ursa__rwlock *x = (struct ursa__rwlock *)l;
   if (x == NULL) return -EINVAL;
   x->magic = URSA__RWLOCK_MAGIC;
@@ -109,7 +109,7 @@ int ursa_rwlock_init(ursa_rwlock_t *l) {
 }
 
 int ursa_rwlock_destroy(ursa_rwlock_t *l) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   struct ursa__rwlock *x = rw_get(l);
   if (x == NULL) return -EINVAL;
   ursa__olock(ursa__tls_vp, &x->lock);

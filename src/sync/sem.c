@@ -23,7 +23,7 @@ URSA__STATIC_ASSERT_FITS(struct ursa__sem, ursa_sem_t);
 #define SEM_OR_RETURN(x, s) URSA__OBJ_OR_RETURN(struct ursa__sem, x, s, URSA__SEM_MAGIC, false)
 
 int ursa_sem_init(ursa_sem_t *s, unsigned value) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   struct ursa__sem *x = (struct ursa__sem *)s;
   if (x == NULL || value > URSA_SEM_VALUE_MAX) return -EINVAL;
   x->magic = URSA__SEM_MAGIC;
@@ -34,7 +34,7 @@ int ursa_sem_init(ursa_sem_t *s, unsigned value) {
 }
 
 int ursa_sem_destroy(ursa_sem_t *s) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   SEM_OR_RETURN(x, s);
   ursa__olock(ursa__tls_vp, &x->lock);
   if (!ursa__q_empty(&x->q)) { ursa__ounlock(ursa__tls_vp, &x->lock); return -EBUSY; }
@@ -140,7 +140,7 @@ int ursa_sem_post(ursa_sem_t *s) {
 }
 
 int ursa_sem_getvalue(ursa_sem_t *s, int *value) {
-  if (ursa__tls_vp == NULL) return -EPERM;
+  if (ursa__tls_vp == NULL) return ursa__novp();
   SEM_OR_RETURN(x, s);
   if (value == NULL) return -EINVAL;
   *value = (int)__atomic_load_n(&x->value, __ATOMIC_RELAXED);   /* a snapshot */
