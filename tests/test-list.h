@@ -23,3 +23,4 @@ TEST(thread_dump_signal_bad_value)
 #include "list-config.h"
 #include "list-time.h"
 #include "list-owner.h"
+#include "list-fuzz.h"
