@@ -1003,7 +1003,7 @@ static void *fz_thread(void *arg) {
   f.depth = st.depth;
   f.region = st.region;
   f.tid = atomic_fetch_add(&R->next_tid, 1);
-  fz_ops(&f, 20 + rn(&f, 150));
+  fz_ops(&f, st.depth == 0 ? LONG_MAX : 20 + (long)rn(&f, 150));   /* workers: the whole budget */
   how_end = rn(&f, 2);
   /* the end: every kid joined or detached, keys with values counted for their destructors */
   while (f.nkids > 0) {
@@ -1024,7 +1024,7 @@ struct cfg { unsigned vps, model, cap1; };
 
 /* Runs one configuration with seed for ops operations; returns 0, or 77 when the build refuses the
  * model (cp-ts under TSan and clang's ASan). */
-static int fuzz_run(const struct cfg *c, uint64_t seed, long ops, unsigned index) {
+static int fuzz_run(const struct cfg *c, uint64_t seed, long ops, unsigned index, long *done) {
   ursa_config_t uc;
   struct run *run = calloc(1, sizeof *run);
   struct fz m;
@@ -1156,6 +1156,7 @@ static int fuzz_run(const struct cfg *c, uint64_t seed, long ops, unsigned index
          index, c->vps, model_name(c->model), c->cap1 ? "capacity-1" : "default", (unsigned long long)seed,
          atomic_load(&run->ops), (unsigned long long)created, (unsigned long long)switches, (double)(test_now_ns() - t0) / 1e9);
   fflush(stdout);
+  *done = atomic_load(&run->ops);
   free(run);
   R = NULL;
   return 0;
@@ -1186,13 +1187,13 @@ static void fuzz_matrix(uint64_t seed, long total, long per_run) {
   long done = 0;
   uint64_t t0 = test_now_ns();
   for (i = 0; done < total; i++) {
-    long ops = total - done < per_run ? total - done : per_run;
-    if (fuzz_run(&m[i % n], mix(seed, i), ops, i) == TEST_SKIP_CODE) {
+    long ops = total - done < per_run ? total - done : per_run, did = 0;
+    if (fuzz_run(&m[i % n], mix(seed, i), ops, i, &did) == TEST_SKIP_CODE) {
       if (!skipped++) printf("fuzz: cp-ts refused by this build (ursa_init -ENOTSUP): its runs are skipped\n");
       if (i > 4 * n) break;
       continue;
     }
-    done += ops;
+    done += did;
   }
   printf("fuzz: %ld operations in %u runs, %.1f s, seed 0x%016llx\n", done, i, (double)(test_now_ns() - t0) / 1e9,
          (unsigned long long)seed);
