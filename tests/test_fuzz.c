@@ -1230,3 +1230,40 @@ TEST_IMPL(fuzz_api_long) {
   fuzz_matrix(seed, total, 20000);
   return 0;
 }
+
+/* Found by the fuzzer (seed 0x00000f2bf0529a3c, run 61, 2 VPs): ursa_key_create on two VPs at
+ * once handed out one key twice (the table had no lock).  Four threads on 2 VPs create and delete
+ * keys; no key may be live twice. */
+static atomic_int keyrace_owner[URSA_KEYS_MAX];
+static void *keyrace(void *arg) {
+  int me = (int)(intptr_t)arg, n, zero;
+  ursa_key_t k;
+  for (n = 0; n < 3000; n++) {
+    if (ursa_key_create(&k, NULL) != 0) { ursa_yield(); continue; }
+    zero = 0;
+    if (!atomic_compare_exchange_strong(&keyrace_owner[k & 0xff], &zero, me)) return (void *)1;
+    atomic_store(&keyrace_owner[k & 0xff], 0);
+    if (ursa_key_delete(k) != 0) return (void *)2;
+    if ((n & 63) == 0) ursa_yield();
+  }
+  return NULL;
+}
+TEST_IMPL(fuzz_regress_key_create_two_vps) {
+  ursa_config_t c;
+  ursa_thread_t t[4];
+  void *v;
+  int i;
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  ASSERT_OK(ursa_init(&c));
+  for (i = 0; i < 4; i++) {
+    ursa_attr_t a;
+    ASSERT_OK(ursa_attr_init(&a));
+    ASSERT_OK(ursa_attr_setvp(&a, i % 2));
+    ASSERT_OK(ursa_attr_setbound(&a, 1));
+    ASSERT_OK(ursa_create(&t[i], &a, keyrace, (void *)(intptr_t)(i + 1)));
+  }
+  for (i = 0; i < 4; i++) { ASSERT_OK(ursa_join(t[i], &v)); ASSERT_PTR_EQ(v, NULL); }
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
