@@ -2,10 +2,12 @@
 #   make test          build and run every test in 14 configurations (scripts/run-tests.sh)
 #   make bench         the benchmark report (results/REPORT.md, results/plots/, the terminal); FULL=1
 #                      for the papers' sizes
-# Also: make test-quick (plain build only), make install PREFIX=..., make clean.
+# Also: make test-quick (plain build only), make fuzz (the API fuzzer: URSA_FUZZ_OPS operations,
+# default 1,000,000, in the ASan+UBSan build; URSA_FUZZ_SEED replays a seed), make install
+# PREFIX=..., make clean.
 PREFIX ?= /usr/local
 
-.PHONY: test test-quick bench install clean
+.PHONY: test test-quick fuzz bench install clean
 
 test:
 	@bash scripts/setup.sh test
@@ -14,6 +16,12 @@ test:
 test-quick:
 	@bash scripts/setup.sh test
 	@bash scripts/run-tests.sh plain
+
+# make fuzz: tests/test_fuzz.c's fuzz_api_long in the ASan+UBSan build; it prints its seed first.
+fuzz:
+	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DURSA_SANITIZE=address -DURSA_BUILD_BENCH=OFF >/dev/null
+	@ninja -C build-fuzz ursa_tests >/dev/null
+	@URSA_FUZZ_OPS=$${URSA_FUZZ_OPS:-1000000} build-fuzz/tests/ursa_tests fuzz_api_long
 
 # make bench: scripts/bench.sh (five phases with progress; results/REPORT.md and results/plots/).
 bench:

@@ -399,7 +399,8 @@ URSA_API int ursa_once(ursa_once_t *once, void (*fn)(void));
 typedef uint32_t ursa_key_t;
 URSA_API int   ursa_key_create(ursa_key_t *key, void (*destructor)(void *));   /* -EAGAIN when full */
 URSA_API int   ursa_key_delete(ursa_key_t key);                                /* -EINVAL if stale  */
-URSA_API int   ursa_setspecific(ursa_key_t key, const void *value);            /* -EINVAL if stale  */
+URSA_API int   ursa_setspecific(ursa_key_t key, const void *value);            /* -EINVAL if stale; -ENOMEM:
+                                            the thread's first value allocates its table   */
 URSA_API void *ursa_getspecific(ursa_key_t key);                               /* NULL if unset     */
 
 /* I-structures (SplitThreads): a write-once cell.  Reads before the write wait for it; a second

@@ -24,3 +24,4 @@ TEST(thread_dump_signal_bad_value)
 #include "list-time.h"
 #include "list-owner.h"
 #include "list-hardening.h"
+#include "list-fuzz.h"

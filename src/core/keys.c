@@ -18,10 +18,18 @@ struct ursa__key {
   void   (*destructor)(void *);
 };
 static struct ursa__key keys[URSA_KEYS_MAX];
+/* Create and delete change the table under keys_lock: with several VPs two creates could
+ * otherwise take the same free entry (found by tests/test_fuzz.c: one key handed out twice), and
+ * two deletes of one key could make it odd, "in use", again. */
+static ursa__spin_t keys_lock;
+
+static uint32_t key_gen(int i) { return __atomic_load_n(&keys[i].gen, __ATOMIC_ACQUIRE); }
 
 static int key_index(ursa_key_t key) {
-  uint32_t i = key & 0xff, gen = key >> 8;
-  if (i >= URSA_KEYS_MAX || !(keys[i].gen & 1) || (keys[i].gen & 0xffffff) != gen) return -1;
+  uint32_t i = key & 0xff, gen = key >> 8, g;
+  if (i >= URSA_KEYS_MAX) return -1;
+  g = key_gen((int)i);
+  if (!(g & 1) || (g & 0xffffff) != gen) return -1;
   return (int)i;
 }
 
@@ -29,23 +37,29 @@ int ursa_key_create(ursa_key_t *key, void (*destructor)(void *)) {
   int i;
   if (key == NULL) return -EINVAL;
   if (ursa__tls_vp == NULL) return ursa__novp();
+  ursa__spin_lock(&keys_lock);
   for (i = 0; i < URSA_KEYS_MAX; i++) {
     if (!(keys[i].gen & 1)) {
-      keys[i].gen = (keys[i].gen + 1) & 0xffffff;   /* odd: in use */
+      uint32_t g = (keys[i].gen + 1) & 0xffffff;     /* odd: in use */
       keys[i].destructor = destructor;
-      *key = (keys[i].gen << 8) | (uint32_t)i;
+      __atomic_store_n(&keys[i].gen, g, __ATOMIC_RELEASE);
+      ursa__spin_unlock(&keys_lock);
+      *key = (g << 8) | (uint32_t)i;
       return 0;
     }
   }
+  ursa__spin_unlock(&keys_lock);
   return -EAGAIN;
 }
 
 int ursa_key_delete(ursa_key_t key) {
-  int i = key_index(key);
+  int i;
   if (ursa__tls_vp == NULL) return ursa__novp();
-  if (i < 0) return -EINVAL;
-  keys[i].gen = (keys[i].gen + 1) & 0xffffff;       /* even: free; old values go stale */
+  ursa__spin_lock(&keys_lock);
+  if ((i = key_index(key)) < 0) { ursa__spin_unlock(&keys_lock); return -EINVAL; }
   keys[i].destructor = NULL;
+  __atomic_store_n(&keys[i].gen, (keys[i].gen + 1) & 0xffffff, __ATOMIC_RELEASE);   /* even: free */
+  ursa__spin_unlock(&keys_lock);
   return 0;
 }
 
@@ -58,7 +72,7 @@ int ursa_setspecific(ursa_key_t key, const void *value) {
   if (t->keys == NULL && (URSA__FAIL() || (t->keys = calloc(URSA_KEYS_MAX, sizeof *t->keys)) == NULL))
     return -ENOMEM;
   t->keys[i].value = (void *)(uintptr_t)value;
-  t->keys[i].gen = keys[i].gen;
+  t->keys[i].gen = key_gen(i);
   return 0;
 }
 
@@ -67,7 +81,7 @@ void *ursa_getspecific(ursa_key_t key) {
   struct ursa__vp *vp = ursa__tls_vp;
   struct ursa__thread *t;
   if (i < 0 || vp == NULL || (t = vp->cur)->keys == NULL) return NULL;
-  return t->keys[i].gen == keys[i].gen ? t->keys[i].value : NULL;
+  return t->keys[i].gen == key_gen(i) ? t->keys[i].value : NULL;
 }
 
 void ursa__keys_run_destructors(struct ursa__thread *t) {
@@ -76,7 +90,7 @@ void ursa__keys_run_destructors(struct ursa__thread *t) {
     again = 0;
     for (i = 0; i < URSA_KEYS_MAX; i++) {
       void *v = t->keys[i].value;
-      if (v && t->keys[i].gen == keys[i].gen && keys[i].destructor) {
+      if (v && t->keys[i].gen == key_gen(i) && keys[i].destructor) {
         t->keys[i].value = NULL;
         keys[i].destructor(v);
         again = 1;
