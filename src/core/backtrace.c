@@ -75,13 +75,18 @@ static void unw_load(void) {
   if (!unw.init_local || !unw.step || !unw.get_reg || !unw.get_proc_name) unw.why = "libunwind lacks a symbol";
 }
 
-/* Fills uc with t's suspended registers; false when this context layout is not supported. */
+/* Fills uc with t's suspended registers; false when this context layout is not supported, or when
+ * t has no context yet: a thread being created on another VP is in the handle table (so a dump
+ * finds it READY) a moment before its context is made, and its fresh descriptor holds zeros. */
 static bool suspended_regs(const struct ursa__thread *t, ucontext_t *uc) {
 #if defined(URSA_CONTEXT_UCONTEXT)
-  memcpy(uc, (const void *)(uintptr_t)t->ctx.w[0], sizeof *uc);   /* ucontext_t comes first */
+  const void *c = (const void *)(uintptr_t)__atomic_load_n(&t->ctx.w[0], __ATOMIC_RELAXED);
+  if (c == NULL) return false;
+  memcpy(uc, c, sizeof *uc);              /* ucontext_t comes first */
   return true;
 #else
   const uint64_t *w = t->ctx.w;           /* RIP RSP RBX RBP R12 R13 R14 R15: the .S file's table */
+  if (__atomic_load_n(&w[1], __ATOMIC_RELAXED) == 0) return false;   /* no context yet */
   memset(uc, 0, sizeof *uc);
   uc->uc_mcontext.gregs[REG_RIP] = (greg_t)w[0];
   uc->uc_mcontext.gregs[REG_RSP] = (greg_t)w[1];
