@@ -510,6 +510,7 @@ static void inside_lock(struct fz *f, int i, int write, const int *held) {
 
 static void op_locks(struct fz *f) {
   int held[NMX + NRW], wr[NMX + NRW], i, any = 0;
+  memset(held, 0, sizeof held);               /* inside_lock reads the locks after i too */
   for (i = 0; i < NMX + NRW; i++) {
     unsigned want = rn(f, 3) == 0;
     wr[i] = i < NMX || rn(f, 2);
