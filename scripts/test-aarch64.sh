@@ -79,8 +79,13 @@ fi
 #     (RLIMIT_AS) (it would limit qemu itself), so the 1 TiB stack is mapped instead of failing
 #     with -EAGAIN (30 s of page bookkeeping in qemu), and for the 64 TiB one qemu's bookkeeping
 #     grows past 24 GB until the OOM killer ends it: never run that one under qemu-user.
-#   stack_warm_pool_needs_no_mmap: caps RLIMIT_AS too, which qemu ignores, so the creations it
-#     expects to fail succeed.
+#   stack_warm_pool_needs_no_mmap, hardening_init_under_rlimit_as: cap RLIMIT_AS, which qemu
+#     ignores, so the creations or the init they expect to fail succeed.
+#   hardening_large_frame_hits_guard: needs a guard page (see stack_overflow_report).
+#   stack_vma_limit_is_an_error: qemu's own allocator fails (GSlice) before the guest's mappings
+#     reach vm.max_map_count.
+#   stack_huge_costs_what_it_touches: measures the process's RSS, which under qemu-user is the
+#     emulator's (it maps and touches guest memory of its own).
 #   install_find_package_pkgconfig (tests/install_check.sh): builds its consumers with the host's
 #     cc and cmake, without the toolchain file, so they cannot link the AArch64 libursa.
 NOT_RUN=(   # test | reason
@@ -89,6 +94,10 @@ NOT_RUN=(   # test | reason
   "badinput_create_huge_stack|qemu-user ignores RLIMIT_AS"
   "badinput_create_64tib_stack|qemu-user ignores RLIMIT_AS"
   "stack_warm_pool_needs_no_mmap|qemu-user ignores RLIMIT_AS"
+  "hardening_init_under_rlimit_as|qemu-user ignores RLIMIT_AS"
+  "hardening_large_frame_hits_guard|qemu-user ignores MADV_GUARD_INSTALL (no guard pages)"
+  "stack_vma_limit_is_an_error|qemu-user runs out of its own memory before the guest reaches vm.max_map_count"
+  "stack_huge_costs_what_it_touches|under qemu-user the RSS is the emulator's, which maps guest memory itself"
   "install_find_package_pkgconfig|its consumers, built for the host, cannot link the AArch64 library"
 )
 EXCLUDE_DEFAULT=$(printf '%s\n' "${NOT_RUN[@]}" | cut -d'|' -f1 | paste -sd'|')
