@@ -41,7 +41,7 @@ int ursa_key_create(ursa_key_t *key, void (*destructor)(void *)) {
   for (i = 0; i < URSA_KEYS_MAX; i++) {
     if (!(keys[i].gen & 1)) {
       uint32_t g = (keys[i].gen + 1) & 0xffffff;     /* odd: in use */
-      keys[i].destructor = destructor;
+      __atomic_store_n(&keys[i].destructor, destructor, __ATOMIC_RELAXED);   /* read unlocked at exit */
       __atomic_store_n(&keys[i].gen, g, __ATOMIC_RELEASE);
       ursa__spin_unlock(&keys_lock);
       *key = (g << 8) | (uint32_t)i;
@@ -57,7 +57,7 @@ int ursa_key_delete(ursa_key_t key) {
   if (ursa__tls_vp == NULL) return ursa__novp();
   ursa__spin_lock(&keys_lock);
   if ((i = key_index(key)) < 0) { ursa__spin_unlock(&keys_lock); return -EINVAL; }
-  keys[i].destructor = NULL;
+  __atomic_store_n(&keys[i].destructor, NULL, __ATOMIC_RELAXED);
   __atomic_store_n(&keys[i].gen, (keys[i].gen + 1) & 0xffffff, __ATOMIC_RELEASE);   /* even: free */
   ursa__spin_unlock(&keys_lock);
   return 0;
@@ -90,9 +90,11 @@ void ursa__keys_run_destructors(struct ursa__thread *t) {
     again = 0;
     for (i = 0; i < URSA_KEYS_MAX; i++) {
       void *v = t->keys[i].value;
-      if (v && t->keys[i].gen == key_gen(i) && keys[i].destructor) {
+      void (*d)(void *) = __atomic_load_n(&keys[i].destructor, __ATOMIC_RELAXED);
+      if (v && t->keys[i].gen == key_gen(i) && d) {   /* (a key deleted meanwhile: its old
+                                                         destructor or none, as POSIX allows) */
         t->keys[i].value = NULL;
-        keys[i].destructor(v);
+        d(v);
         again = 1;
       }
     }

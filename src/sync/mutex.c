@@ -41,9 +41,11 @@ URSA__STATIC_ASSERT_FITS(struct ursa__cond, ursa_cond_t);
 static inline bool owner_is(const struct ursa__mutex *x, const struct ursa__thread *t) {
   return x->owner == t && x->owner_h == t->handle;
 }
+/* Written under x's lock; read without it by cond_wait's ownership check and the reports: relaxed
+ * atomic stores (plain moves), paired with those relaxed loads. */
 static inline void owner_set(struct ursa__mutex *x, struct ursa__thread *t) {
-  x->owner = t;
-  x->owner_h = t ? t->handle : NULL;
+  __atomic_store_n(&x->owner, t, __ATOMIC_RELAXED);
+  __atomic_store_n(&x->owner_h, t ? t->handle : NULL, __ATOMIC_RELAXED);
 }
 
 static struct ursa__mutex *mutex_get(ursa_mutex_t *m) {

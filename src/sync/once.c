@@ -30,7 +30,7 @@ int ursa_once(ursa_once_t *once, void (*fn)(void)) {
     ursa__block(vp, URSA__W_ONCE, o, &o->lock, 0);
     return 0;
   }
-  o->state = 1;
+  __atomic_store_n(&o->state, 1, __ATOMIC_RELAXED);   /* read unlocked above */
   o->runner = vp->cur;
   ursa__ounlock(vp, &o->lock);
   fn();

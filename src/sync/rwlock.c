@@ -37,9 +37,9 @@ static struct ursa__rwlock *rw_get(ursa_rwlock_t *l) {
 static inline bool writer_is(const struct ursa__rwlock *x, const struct ursa__thread *t) {
   return x->writer == t && x->writer_h == t->handle;
 }
-static inline void writer_set(struct ursa__rwlock *x, struct ursa__thread *t) {
-  x->writer = t;
-  x->writer_h = t ? t->handle : NULL;
+static inline void writer_set(struct ursa__rwlock *x, struct ursa__thread *t) {   /* (see mutex.c) */
+  __atomic_store_n(&x->writer, t, __ATOMIC_RELAXED);
+  __atomic_store_n(&x->writer_h, t ? t->handle : NULL, __ATOMIC_RELAXED);
 }
 
 /* The caller's read-hold record of x, or NULL.  rdheld is packed: the first NULL lock ends it. */
