@@ -143,6 +143,8 @@ int ursa_sem_getvalue(ursa_sem_t *s, int *value) {
   if (ursa__tls_vp == NULL) return ursa__novp();
   SEM_OR_RETURN(x, s);
   if (value == NULL) return -EINVAL;
-  *value = (int)__atomic_load_n(&x->value, __ATOMIC_RELAXED);   /* a snapshot */
+  ursa__olock(ursa__tls_vp, &x->lock);        /* value changes under the lock (plain, hot) */
+  *value = (int)x->value;                       /* a snapshot, stale once the lock is let go */
+  ursa__ounlock(ursa__tls_vp, &x->lock);
   return 0;
 }
