@@ -1092,12 +1092,12 @@ TEST_IMPL(smp_torture_rotate_timer_tiny_queues) {
     tt_round(workers);
     rounds++;
   } while (test_now_ns() < end);
-  ASSERT_OK(ursa_stats(&st));
+  ASSERT_OK(ursa_fini());
+  ASSERT_OK(ursa_stats(&st));                 /* after fini: read live, they race the VPs (TSan) */
   printf("%d rounds of %d threads in %.1f s (timer %s): %ld joins; timeouts: sem %ld, mutex %ld, "
          "cond %ld, race %ld; %llu migrations, %llu switches\n", rounds, workers,
          (double)(test_now_ns() - t0) / 1e9, timer ? "100 us" : "off", atomic_load(&tt_joins),
          atomic_load(&tt_sem_to), atomic_load(&tt_mx_to), atomic_load(&tt_cv_to), atomic_load(&tt_tto),
          (unsigned long long)st.migrations, (unsigned long long)st.switches);
-  ASSERT_OK(ursa_fini());
   return 0;
 }
