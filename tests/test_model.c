@@ -203,9 +203,10 @@ static int disabled_section(int model) {
   ursa_stats_t s;
   uint64_t end;
   atomic_store(&other_ran, 0);
-  ASSERT_OK(ursa_create(&t, NULL, set_other, NULL));
-  ASSERT_OK(ursa_preempt_disable());
+  ASSERT_OK(ursa_preempt_disable());                 /* before the create: a tick between the two
+                                                        let the new thread run first (qemu) */
   ASSERT_OK(ursa_preempt_disable());                 /* nested */
+  ASSERT_OK(ursa_create(&t, NULL, set_other, NULL));
   end = test_now_ns() + 50 * MS;
   while (test_now_ns() < end) ursa_tick();           /* 50 ms: many quanta, many counts */
   ASSERT_OK(ursa_preempt_enable());
