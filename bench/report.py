@@ -273,20 +273,14 @@ def summary(a, micro, models, apps, errors):
                     out["failed"].append(f"{label}: {e['bench']} ({e['impl']}): {e.get('reason')}")
             if entries:
                 out["verified"].append(f"{label} {len(ok)} figures")
-        for t in micro.doc.get("targets") or []:
-            out["targets"] += 1
-            st = status_word(t["status"])
-            if st == "missed":
-                out["missed"].append(f"micro: {t['name']} = {fnum(t['value'])} (goal {t['op']} {t['target']})")
-            elif st != "met":
-                out["not_measured"] += 1
-        for c in micro.smp.get("checks") or []:
-            out["targets"] += 1
-            st = status_word(c["status"])
-            if st == "missed":
-                out["missed"].append(f"SMP: {c['name']} = {fnum(c['value'])} (goal {c['op']} {c['target']})")
-            elif st != "met":
-                out["not_measured"] += 1
+        for where, items in (("micro", micro.doc.get("targets")), ("SMP", micro.smp.get("checks"))):
+            for t in items or []:
+                out["targets"] += 1
+                st = status_word(t["status"])
+                if st == "missed":
+                    out["missed"].append(f"{where}: {t['name']} = {fnum(t['value'])} (goal {t['op']} {t['target']})")
+                elif st != "met":
+                    out["not_measured"] += 1
     # models
     if models:
         runs = sum(len(x.get("values") or []) for x in models.get("samples") or [])
