@@ -154,8 +154,9 @@ static void *spsc_consumer(void *arg) {
 
 TEST_IMPL(queues_wq_spsc_stress) {
   static const uint32_t caps[] = { 2, 64, 1024 };
-  static const uint64_t items[] = { 25000, 400000, 500000 };   /* capacity 2 ping-pongs: slow; a quarter of
-                                                                 the old sizes keeps it a few s beside a CPU hog */
+  static const uint64_t items[] = { 8000, 120000, 150000 };   /* capacity 2 ping-pongs: slow.  Sized for
+     a machine that other programs keep busy: beside two CPU hogs every sched_yield of its three
+     kernel threads waits out a hog's slice (4x these sizes took 27 s of 60 there, 1.3 s quiet) */
   static struct spsc s;
   uint64_t t0 = test_now_ns();
   unsigned c;
@@ -295,7 +296,7 @@ TEST_IMPL(queues_wq_ring_rotator) {
     uint64_t hops = 0;
     g_ring.cap = cfg[c][0];
     g_ring.ntok = cfg[c][1];
-    g_ring.laps = (uint32_t)scaled(1500, 30);
+    g_ring.laps = (uint32_t)scaled(400, 30);          /* 1500 took 32 s of 60 beside two CPU hogs */
     g_ring.retired = calloc((size_t)RING_N * g_ring.ntok, 1);
     ASSERT(g_ring.retired != NULL);
     atomic_store(&g_ring.nretired, 0);
@@ -517,7 +518,7 @@ TEST_IMPL(queues_deque_steal_stress) {
     unsigned nth = cfg[c][1];
     if (s == 0) s = 1;
     g_ds.cap = cfg[c][0];
-    g_ds.n = scaled(700000, 10000);
+    g_ds.n = scaled(300000, 10000);                   /* sized for a busy machine, as above */
     g_ds.items = calloc(g_ds.n, sizeof *g_ds.items);
     g_ds.taken = calloc(g_ds.n, sizeof *g_ds.taken);
     ASSERT(g_ds.items != NULL && g_ds.taken != NULL);
