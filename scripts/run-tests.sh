@@ -51,24 +51,25 @@ ALL=(model plain debug asan ucontext tsan valgrind hard clang clang-asan clang-t
 # The one place that says how much slower a configuration runs its tests: every CTest timeout of
 # the configuration (60 s for a test of the list) is multiplied by FACTOR (the CMake cache
 # variable URSA_TEST_TIMEOUT_FACTOR, ../CMakeLists.txt).  SECONDS: what the whole configuration
-# (configure, build, tests) takes on the 2-core reference machine, for the time-left estimate
+# (configure, build, tests) takes on the 2-core reference machine (a fresh clone, 2026-11-25:
+# 7m32s in all), for the time-left estimate
 # (model runs no CTest, so has no factor).
 #            config          FACTOR SECONDS
 TABLE=$(cat <<'EOF'
-             model           -      45
-             plain           1      45
-             debug           1      45
-             asan            2      55
-             ucontext        1      45
-             tsan            3      110
-             valgrind        5      110
-             hard            1      50
-             clang           1      40
-             clang-asan      2      50
-             clang-tsan      3      110
-             clang-valgrind  5      110
-             clang-hard      1      50
-             aarch64         4      70
+             model           -      30
+             plain           1      20
+             debug           1      20
+             asan            2      30
+             ucontext        1      20
+             tsan            3      45
+             valgrind        5      80
+             hard            1      30
+             clang           1      20
+             clang-asan      2      20
+             clang-tsan      3      30
+             clang-valgrind  5      75
+             clang-hard      1      25
+             aarch64         4      35
 EOF
 )
 declare -A FACTOR EXPECT
