@@ -333,7 +333,8 @@ TEST_IMPL(trace_unwritable_path_runs_normally) {
 /* ---- 4: one VP: the idle wait, a timer's wake-up, and the file written at exit ------------------ */
 
 static void *sleeper(void *arg) {
-  ursa_sleep_ns(3 * MS);                                  /* main joins: nothing else to run */
+  ursa_sleep_ns(3 * MS * TEST_TIME_FACTOR);               /* main joins: nothing else to run; longer
+                                                             than a slow build takes to get to the wait */
   return arg;
 }
 
