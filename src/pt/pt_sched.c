@@ -42,7 +42,7 @@
  *
  * Wait shells: a stackless thread joining an ursa thread (or waiting on an ursa_sem_t) borrows a
  *   struct ursa__thread without stack from its executor's pool and queues it where the core
- *   queues a blocked thread (src/sched/sched.h).  The core's wake hands it to ursa__pts_shell_wake, on
+ *   queues a blocked thread (src/sched/sched.h).  The core's wake hands it to its shell_wake, on
  *   the waker's VP, which puts it on the executor's completed list; the executor finishes the
  *   wait (a join releases the joined thread) and makes the stackless thread ready.
  *
@@ -230,13 +230,15 @@ static void timers_fire(struct ursa__pts_exec *E) {
 
 /* ---- wait shells ------------------------------------------------------------------------------ */
 
+static void shell_wake(struct ursa__thread *sh, int res);
+
 static struct ursa__thread *shell_get(struct ursa__pts_exec *E, struct ursa__vp *vp, struct ursa_pts *t) {
   struct ursa__thread *sh = E->shell_pool;
   if (sh) E->shell_pool = sh->qnext;
   else if (URSA__FAIL() || (sh = calloc(1, sizeof *sh)) == NULL) return NULL;
   sh->heap_idx = URSA__HEAP_SHELL;                    /* routes the core's wake to us */
   sh->is_shell = 1;                                   /* ... with several VPs, this does */
-  sh->shell_wake = ursa__pts_shell_wake;
+  sh->shell_wake = shell_wake;
   sh->vp = vp;
   sh->timer_vp = NULL;                                /* no timer: a waker takes it as it is */
   sh->claim = 0;
@@ -253,7 +255,8 @@ static void shell_put(struct ursa__pts_exec *E, struct ursa__thread *sh) {
   E->shell_pool = sh;
 }
 
-void ursa__pts_shell_wake(struct ursa__thread *sh, int res) {
+/* A shell's shell_wake (sched.h, "wait shells"): the wake paths call it with the wake result. */
+static void shell_wake(struct ursa__thread *sh, int res) {
   struct ursa_pts *t = sh->arg;
   struct ursa__pts_exec *E = t->exec;
   bool wake;

@@ -365,14 +365,12 @@ URSA_HIDDEN void ursa__threads_fini(void);
  * "shell": a struct ursa__thread without a stack, never in the handle table, queued where a
  * blocked thread would be (a wait queue, a joiner field) for the duration of that one wait.  Its
  * heap_idx is URSA__HEAP_SHELL, so the one-VP wake takes its existing slow branch
- * (ursa__wake_m: heap_idx != 0) and ursa__wake_slow hands the shell to ursa__pts_shell_wake
- * instead of a run queue; with several VPs ursa__smp_wake does the same on is_shell (a thread's
- * heap_idx may be changing there, under another VP's timer lock).  Nothing else of the core runs
- * a shell. */
+ * (ursa__wake_m: heap_idx != 0) and ursa__wake_slow calls the shell's shell_wake (set by src/pt:
+ * it makes the stackless thread ready on its executor, taking only the executor's lock, a leaf
+ * like an inbox lock) instead of using a run queue; with several VPs ursa__smp_wake does the same
+ * on is_shell (a thread's heap_idx may be changing there, under another VP's timer lock).
+ * Nothing else of the scheduler runs a shell. */
 #define URSA__HEAP_SHELL UINT32_MAX
-/* Called by the core's wake paths for a shell, with the wake result: makes its stackless thread
- * ready on its executor.  Takes only the executor's lock (a leaf, like an inbox lock). */
-URSA_HIDDEN void ursa__pts_shell_wake(struct ursa__thread *shell, int res);
 /* ursa_join for a shell (thread.c): 0 when t had finished (released here), 1 when shell is now
  * t's joiner (woken when t finishes; the executor then calls ursa__join_async_done), -EINVAL or
  * -EDEADLK as ursa_join.  Never blocks. */

@@ -79,7 +79,7 @@ int ursa_sem_timedwait(ursa_sem_t *s, int clock, const struct timespec *abstime)
 }
 
 /* sem_wait_ for a wait shell (src/sched/sched.h): takes a unit, or queues the shell, which a post then
- * hands its unit to and wakes (ursa__pts_shell_wake).  Never blocks. */
+ * hands its unit to and wakes (through the shell's shell_wake).  Never blocks. */
 int ursa__sem_wait_async(ursa_sem_t *s, struct ursa__thread *shell) {
   struct ursa__vp *vp = ursa__tls_vp;
   SEM_OR_RETURN(x, s);
