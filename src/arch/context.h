@@ -13,9 +13,11 @@
  *       Prepares in *c a fresh context on the stack that ends at stack_top.  The first jump to it
  *       calls entry(arg) with the arg of that jump; entry must never return (if it does, the
  *       process aborts: the trampoline has nowhere to go).
- *   void *ursa__ctx_jump(ursa__ctx_t *from, ursa__ctx_t *to, void *arg)
- *       Saves the caller's context in *from and resumes *to.  Returns, when someone jumps back
- *       to *from, the arg of that jump.
+ *   void *ursa__ctx_jump(void *from, void *to, void *arg)
+ *       Saves the caller's context in from's and resumes to's: from and to are the objects (thread
+ *       descriptors) that hold a context at byte URSA__CTX_BASE (ctx_base.h, ursa__ctx_of), so
+ *       that the caller needs no address arithmetic.  Returns, when someone jumps back to from,
+ *       the arg of that jump.
  * Where the registers go: on x86-64 into the ursa__ctx_t itself (it lives in the thread
  * descriptor, so a switch touches no stack frame of the thread it resumes); on AArch64 onto the
  * suspended stack, the ursa__ctx_t holding the stack pointer; with ucontext, a ucontext_t on the
@@ -25,6 +27,8 @@
 #define URSA_ARCH_CONTEXT_H
 
 #include <stdint.h>
+
+#include "ctx_base.h"
 
 /* x86-64: RIP RSP RBX RBP R12-R15 MXCSR|FCW (9 words, see the .S file); AArch64: the saved SP;
  * ucontext: the address of the suspended ucontext. */
@@ -78,10 +82,16 @@ static inline void ursa__ctx_make(ursa__ctx_t *c, void *stack_top, void (*entry)
 #else
 __attribute__((visibility("hidden"))) void ursa__ctx_make(ursa__ctx_t *c, void *stack_top, void (*entry)(void *));
 #endif
-__attribute__((visibility("hidden"))) void *ursa__ctx_jump(ursa__ctx_t *from, ursa__ctx_t *to, void *arg);
+/* from and to are the objects (thread descriptors) whose contexts sit at URSA__CTX_BASE. */
+__attribute__((visibility("hidden"))) void *ursa__ctx_jump(void *from, void *to, void *arg);
 
 /* The same code as ursa__ctx_jump under a second name typed for the scheduler: the arg is the
  * resumed side's int result, so a function returning int can end in a tail call to it. */
-__attribute__((visibility("hidden"))) int ursa__ctx_switch(ursa__ctx_t *from, ursa__ctx_t *to, intptr_t arg);
+__attribute__((visibility("hidden"))) int ursa__ctx_switch(void *from, void *to, intptr_t arg);
+
+/* The context of an object given to the jump. */
+static inline ursa__ctx_t *ursa__ctx_of(void *obj) {
+  return (ursa__ctx_t *)(void *)((char *)obj + URSA__CTX_BASE);
+}
 
 #endif

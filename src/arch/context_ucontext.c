@@ -59,8 +59,9 @@ void ursa__ctx_make(ursa__ctx_t *c, void *stack_top, void (*entry)(void *)) {
   c->w[0] = (uint64_t)(uintptr_t)f;
 }
 
-void *ursa__ctx_jump(ursa__ctx_t *from, ursa__ctx_t *to, void *arg) {
+void *ursa__ctx_jump(void *from_obj, void *to_obj, void *arg) {
   struct ursa__uc_ctx self;         /* entry NULL: a suspended, not a fresh, context */
+  ursa__ctx_t *from = ursa__ctx_of(from_obj), *to = ursa__ctx_of(to_obj);
   struct ursa__uc_ctx *t = (struct ursa__uc_ctx *)(uintptr_t)to->w[0];
   self.entry = NULL;
   from->w[0] = (uint64_t)(uintptr_t)&self;
@@ -72,6 +73,6 @@ void *ursa__ctx_jump(ursa__ctx_t *from, ursa__ctx_t *to, void *arg) {
   return *uc_arg_slot();
 }
 
-int ursa__ctx_switch(ursa__ctx_t *from, ursa__ctx_t *to, intptr_t arg) {
+int ursa__ctx_switch(void *from, void *to, intptr_t arg) {
   return (int)(intptr_t)ursa__ctx_jump(from, to, (void *)arg);
 }

@@ -16,6 +16,8 @@
  * With -mbranch-protection=bti|standard the global entry points start with a BTI landing pad and
  * the object carries the GNU property note, or the linker would drop BTI for the whole library.
  */
+#include "ctx_base.h"
+
 #if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
 #define URSA_BTI_C hint #34                 /* bti c; a nop on cores without BTI */
 #define URSA_FEATURE_1_AND 1                /* GNU_PROPERTY_AARCH64_FEATURE_1_BTI */
@@ -26,13 +28,14 @@
 
         .text
 
-/* void *ursa__ctx_jump(struct ursa__ctx *from, struct ursa__ctx *to, void *arg)
- *   x0 = from, x1 = to (each holds the saved sp as its first word), x2 = arg; returns arg of
+/* void *ursa__ctx_jump(void *from, void *to, void *arg)
+ *   x0 = from, x1 = to (objects whose context, at URSA__CTX_BASE (ctx_base.h), holds the saved sp
+ *   as its first word), x2 = arg; returns arg of
  *   the jump that resumes us in x0. */
         .globl  ursa__ctx_jump
         .hidden ursa__ctx_jump
         .type   ursa__ctx_jump, %function
-        .globl  ursa__ctx_switch                /* int ursa__ctx_switch(void **, void *, intptr_t) */
+        .globl  ursa__ctx_switch                /* int ursa__ctx_switch(void *, void *, intptr_t) */
         .hidden ursa__ctx_switch
         .type   ursa__ctx_switch, %function
         .p2align 4
@@ -58,13 +61,13 @@ ursa__ctx_switch:
         str     x9, [sp, #0xa0]         /* save FPCR */
 
         mov     x9, sp
-        str     x9, [x0]                /* from->sp = SP */
-        ldr     x1, [x1]                /* to->sp */
+        str     x9, [x0, #URSA__CTX_BASE]      /* from->sp = SP */
+        ldr     x1, [x1, #URSA__CTX_BASE]      /* to->sp */
         mov     sp, x1                  /* SP = to->sp: now on the other stack */
         .globl  ursa__ctx_switch_moved          /* the first instruction on to's stack (the debug */
         .hidden ursa__ctx_switch_moved          /* check in src/model/preempt.c) */
 ursa__ctx_switch_moved:
-        add     x9, x0, #8
+        add     x9, x0, #(URSA__CTX_BASE + 8)
         stlrb   wzr, [x9]               /* from's on-CPU byte = 0, release: every save above is
                                            visible before it (pairs with the acquire load of a
                                            scheduler on another VP that takes from off a queue).

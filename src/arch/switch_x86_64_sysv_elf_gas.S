@@ -1,8 +1,8 @@
 /*
  * switch_x86_64_sysv_elf_gas.S - context switch for x86-64, System V ABI, ELF, GNU as.
  *
- * A suspended context lives in a struct ursa__ctx (context.h) inside the thread descriptor, not
- * on the thread's stack:
+ * A suspended context lives in a struct ursa__ctx (context.h) inside the thread descriptor, at
+ * URSA__CTX_BASE (ctx_base.h: the jump is given the descriptors), not on the thread's stack:
  *
  *   offset | 0x00 | 0x08 | 0x10 | 0x18 | 0x20 | 0x28 | 0x30 | 0x38 | 0x40    0x44   |
  *   field  | RIP  | RSP  | RBX  | RBP  | R12  | R13  | R14  | R15  | MXCSR | x87 CW |
@@ -17,6 +17,8 @@
  * x87 control word (a new thread inherits the floating-point environment, as pthread_create's
  * threads do).
  */
+#include "ctx_base.h"
+
 #ifdef __CET__
 #include <cet.h>
 #else
@@ -25,13 +27,13 @@
 
         .text
 
-/* void *ursa__ctx_jump(struct ursa__ctx *from, struct ursa__ctx *to, void *arg)
- *   rdi = from, rsi = to, rdx = arg.  Returns in the resumed context the arg of the jump that
- *   resumed it (RAX); a fresh context gets it as its entry's argument (RDI). */
+/* void *ursa__ctx_jump(void *from, void *to, void *arg)
+ *   rdi = from, rsi = to (objects with their context at URSA__CTX_BASE), rdx = arg.  Returns
+ *   in the resumed context the arg of the jump that resumed it (RAX); a fresh context gets it as its entry's argument (RDI). */
         .globl  ursa__ctx_jump
         .hidden ursa__ctx_jump
         .type   ursa__ctx_jump, @function
-        .globl  ursa__ctx_switch                /* int ursa__ctx_switch(ctx *, ctx *, intptr_t) */
+        .globl  ursa__ctx_switch                /* int ursa__ctx_switch(void *, void *, intptr_t) */
         .hidden ursa__ctx_switch
         .type   ursa__ctx_switch, @function
         .p2align 4
@@ -41,24 +43,24 @@ ursa__ctx_switch:
         _CET_ENDBR
         movq    (%rsp), %r8             /* our return address ... */
         leaq    0x08(%rsp), %r9         /* ... and the stack pointer after that return */
-        movq    %r8, 0x00(%rdi)         /* save RIP */
-        movq    %r9, 0x08(%rdi)         /* save RSP */
-        movq    %rbx, 0x10(%rdi)        /* save RBX */
-        movq    %rbp, 0x18(%rdi)        /* save RBP */
-        movq    %r12, 0x20(%rdi)        /* save R12 */
-        movq    %r13, 0x28(%rdi)        /* save R13 */
-        movq    %r14, 0x30(%rdi)        /* save R14 */
-        movq    %r15, 0x38(%rdi)        /* save R15 */
-        stmxcsr 0x40(%rdi)              /* save MXCSR */
-        fnstcw  0x44(%rdi)              /* save x87 control word */
+        movq    %r8, URSA__CTX_BASE+0x00(%rdi)         /* save RIP */
+        movq    %r9, URSA__CTX_BASE+0x08(%rdi)         /* save RSP */
+        movq    %rbx, URSA__CTX_BASE+0x10(%rdi)        /* save RBX */
+        movq    %rbp, URSA__CTX_BASE+0x18(%rdi)        /* save RBP */
+        movq    %r12, URSA__CTX_BASE+0x20(%rdi)        /* save R12 */
+        movq    %r13, URSA__CTX_BASE+0x28(%rdi)        /* save R13 */
+        movq    %r14, URSA__CTX_BASE+0x30(%rdi)        /* save R14 */
+        movq    %r15, URSA__CTX_BASE+0x38(%rdi)        /* save R15 */
+        stmxcsr URSA__CTX_BASE+0x40(%rdi)              /* save MXCSR */
+        fnstcw  URSA__CTX_BASE+0x44(%rdi)              /* save x87 control word */
 
-        movq    0x00(%rsi), %r8         /* to's RIP, loaded early for the jump */
-        movq    0x08(%rsi), %rsp        /* RSP = to's: from here on we are on the other stack */
+        movq    URSA__CTX_BASE+0x00(%rsi), %r8         /* to's RIP, loaded early for the jump */
+        movq    URSA__CTX_BASE+0x08(%rsi), %rsp        /* RSP = to's: from here on we are on the other stack */
         .globl  ursa__ctx_switch_moved          /* the first instruction on to's stack (the debug */
         .hidden ursa__ctx_switch_moved          /* check in src/model/preempt.c) */
 ursa__ctx_switch_moved:
         .cfi_undefined rip
-        movb    $0, 0x46(%rdi)          /* on-CPU = 0: from is saved and its stack no longer ours
+        movb    $0, URSA__CTX_BASE+0x46(%rdi)          /* on-CPU = 0: from is saved and its stack no longer ours
                                            (TSO orders it after the saves; pairs with the acquire
                                            load of a scheduler on another VP that takes from off
                                            a queue).  Only now that RSP has left from's stack:
@@ -68,14 +70,14 @@ ursa__ctx_switch_moved:
                                            below from's SP, into the frames of the resumed from
                                            (issue #22: with the store before the move, the two
                                            overwrote each other) */
-        movq    0x10(%rsi), %rbx        /* restore RBX */
-        movq    0x18(%rsi), %rbp        /* restore RBP */
-        movq    0x20(%rsi), %r12        /* restore R12 */
-        movq    0x28(%rsi), %r13        /* restore R13 */
-        movq    0x30(%rsi), %r14        /* restore R14 */
-        movq    0x38(%rsi), %r15        /* restore R15 */
-        ldmxcsr 0x40(%rsi)              /* restore MXCSR */
-        fldcw   0x44(%rsi)              /* restore x87 control word */
+        movq    URSA__CTX_BASE+0x10(%rsi), %rbx        /* restore RBX */
+        movq    URSA__CTX_BASE+0x18(%rsi), %rbp        /* restore RBP */
+        movq    URSA__CTX_BASE+0x20(%rsi), %r12        /* restore R12 */
+        movq    URSA__CTX_BASE+0x28(%rsi), %r13        /* restore R13 */
+        movq    URSA__CTX_BASE+0x30(%rsi), %r14        /* restore R14 */
+        movq    URSA__CTX_BASE+0x38(%rsi), %r15        /* restore R15 */
+        ldmxcsr URSA__CTX_BASE+0x40(%rsi)              /* restore MXCSR */
+        fldcw   URSA__CTX_BASE+0x44(%rsi)              /* restore x87 control word */
 
         movq    %rdx, %rax              /* return arg to a resumed ursa__ctx_jump ... */
         movq    %rdx, %rdi              /* ... and pass it to a fresh context's entry */

@@ -227,7 +227,7 @@ static void stack_unmap(struct ursa__thread *t) {
 static struct {
   unsigned             count;         /* atomic: readers walking now                            */
   ursa__spin_t         lock;          /* guards deferred, and the last reader's leaving         */
-  struct ursa__thread *deferred;      /* stacks released while a reader walked (linked by qnext) */
+  struct ursa__thread *deferred;      /* stacks released while a reader walked (linked by w.next) */
 } readers;
 
 void ursa__stack_readers_enter(void) {
@@ -245,7 +245,7 @@ void ursa__stack_readers_exit(void) {
   ursa__spin_unlock(&readers.lock);
   while (list) {
     struct ursa__thread *t = list;
-    list = t->qnext;
+    list = t->w.next;
     stack_unmap(t);
   }
 }
@@ -258,7 +258,7 @@ static void stack_release(struct ursa__thread *t) {
   if (__atomic_load_n(&readers.count, __ATOMIC_RELAXED) != 0) {
     ursa__spin_lock(&readers.lock);
     if (__atomic_load_n(&readers.count, __ATOMIC_RELAXED) != 0) {
-      t->qnext = readers.deferred;           /* (no reader reads qnext) */
+      t->w.next = readers.deferred;           /* (no reader reads w.next) */
       readers.deferred = t;
       ursa__spin_unlock(&readers.lock);
       return;
@@ -279,7 +279,7 @@ void ursa__stack_atfork_child(void) {
   readers.lock = 0;
   while (list) {
     struct ursa__thread *t = list;
-    list = t->qnext;
+    list = t->w.next;
     stack_unmap(t);
   }
 }
@@ -288,7 +288,7 @@ struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_t size, int 
   struct ursa__thread *t;
   if (size == ursa__g.stack_size && vp->pool != NULL) {
     t = vp->pool;
-    vp->pool = t->qnext;
+    vp->pool = t->w.next;
     vp->pool_len--;
 #if URSA_ASAN
     /* Frames of the previous owner never returned; their redzones must not poison the new one. */
@@ -302,7 +302,7 @@ struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_t size, int 
 
 void ursa__stack_put_slow(struct ursa__vp *vp, struct ursa__thread *t) {
   if (t->stack_size == ursa__g.stack_size && vp->pool_len < ursa__g.stack_cache) {
-    t->qnext = vp->pool;
+    t->w.next = vp->pool;
     vp->pool = t;
     vp->pool_len++;
     return;
@@ -323,7 +323,7 @@ int ursa__stack_prealloc(struct ursa__vp *vp, size_t n) {
 void ursa__stack_pool_drain(struct ursa__vp *vp) {
   while (vp->pool) {
     struct ursa__thread *t = vp->pool;
-    vp->pool = t->qnext;
+    vp->pool = t->w.next;
     stack_release(t);
   }
   vp->pool_len = 0;

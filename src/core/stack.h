@@ -17,7 +17,7 @@ static inline struct ursa__thread *ursa__stack_get(struct ursa__vp *vp, size_t s
 #if !URSA_ASAN
   struct ursa__thread *t = vp->pool;
   if (ursa_likely(t != NULL && size == ursa__g.stack_size)) {   /* warm pool: no system call */
-    vp->pool = t->qnext;
+    vp->pool = t->w.next;
     vp->pool_len--;
     return t;
   }
@@ -28,7 +28,7 @@ static inline struct ursa__thread *ursa__stack_get(struct ursa__vp *vp, size_t s
 static inline void ursa__stack_put(struct ursa__vp *vp, struct ursa__thread *t) {
   URSA_ASSERT_OWNER(vp);
   if (ursa_likely(t->stack_size == ursa__g.stack_size && vp->pool_len < ursa__g.stack_cache)) {
-    t->qnext = vp->pool;
+    t->w.next = vp->pool;
     vp->pool = t;
     vp->pool_len++;
     return;

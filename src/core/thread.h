@@ -7,8 +7,8 @@
  *       URSA__READY    in one run structure: its VP's Protect Queue (the ring, at rq_pos, or the
  *                      ring's overflow list), a Waiver Queue, an inbox, the global queue or a
  *                      deque (SMP policies, src/sched/); the stack is not running.
- *       URSA__BLOCKED  on one wait queue (t->waitq, q links) or on none (sleep, join); may also sit
- *                      in a VP's timer heap (t->heap_idx != 0).
+ *       URSA__BLOCKED  on one wait queue (t->w.waitq, q links) or on none (sleep, join); may also sit
+ *                      in a VP's timer heap (t->w.heap_idx != 0).
  *       URSA__ZOMBIE   finished; waits for ursa_join (joinable), or (detached) its handle is
  *                      already stale and its stack waits in vp->zombie for ursa__reap.
  *   - With one VP (a mode other than URSA__SMPMODE) every field of the VP and of its threads is touched only by that
@@ -23,6 +23,7 @@
 
 #include "base.h"
 #include "../arch/context.h"
+#include "waiter.h"
 
 #if URSA_TSAN
 #include <setjmp.h>
@@ -42,13 +43,6 @@ enum ursa__wait {
 };
 
 struct ursa__thread;
-
-/* A FIFO of threads linked through their q fields; NULL-terminated both ways so that a queue inside
- * a statically initialized (all-zero) object is valid.  push/pop/remove are O(1). */
-struct ursa__waitq {
-  struct ursa__thread *head, *tail;
-};
-
 struct ursa__rdheld {      /* one rwlock this thread holds for reading */
   void    *lock;
   uint32_t count;
@@ -61,34 +55,30 @@ struct ursa__keyval {
 
 struct ursa__thread {
   /* hot: touched by every switch and queue operation; with the saved context they fill the first
-   * cache line (AArch64, ucontext) or two (x86-64, whose context holds the registers) */
-  ursa__ctx_t          ctx;          /* saved context while not running                        */
-  union {
-    struct {                         /* BLOCKED: links in the wait queue t is on               */
-      struct ursa__thread *qnext, *qprev;
-    };
-    uint32_t           rq_pos;       /* READY in the ring: t's position in vp->runq             */
-  };
-  struct ursa__waitq  *waitq;        /* the wait queue of t's timed wait, or NULL (see q_pop)   */
+   * cache line (AArch64, ucontext: almost) or two (x86-64, whose context holds the registers).
+   * The waiter first and the context right after it: a thread, its waiter and the object the
+   * switch is given are one address, so no hot path converts between them. */
+  struct ursa__waiter  w;            /* first: links, wait queue, object, timer, wake result
+                                        (core/waiter.h); the wait queues link &t->w == t        */
+  ursa__ctx_t          ctx;          /* saved context while not running, at URSA__CTX_BASE      */
   struct ursa__vp     *vp;           /* the VP t runs on                                        */
-  void                *wait_obj;     /* the object t waits on, for reports                      */
   int                  saved_errno;  /* t's errno while it is not running                       */
-  int                  wake_result;  /* 0, or -ETIMEDOUT when a timer ended the wait            */
   uint8_t              state;        /* enum ursa__state                                        */
   uint8_t              wait_kind;    /* enum ursa__wait while BLOCKED                           */
   uint8_t              detached;
   uint8_t              own_stack;    /* not on an ursa stack (main's, a VP's idle context): never
                                         pooled, unmapped or reaped                              */
-  uint32_t             heap_idx;     /* 1-based index in vp->timers, 0 when no timer is armed   */
 
   /* cold */
   uint64_t             deadline;     /* CLOCK_MONOTONIC ns, while heap_idx != 0                 */
-  void                *wait_data;    /* a value handed over by the waker (mvar)                 */
+  void                *wait_data;    /* a value handed over by the waker (mvar): a thread's
+                                        ursa__waiter_call data (ursa__waiter_data)              */
   ursa_thread_t        handle;
   void              *(*fn)(void *);
   void                *arg;
   void                *result;
-  struct ursa__thread *joiner;       /* the thread blocked in ursa_join(t), if any              */
+  struct ursa__waiter *joiner;       /* the waiter of ursa_join(t) (a thread's or a call
+                                        waiter), if any                                         */
   /* SMP (src/sched/): where t may run, and the hand-over between a waker and a timer */
   struct ursa__vp     *home;         /* pinned: the only VP t runs on (region's, attr's, main's) */
   struct ursa__region *region;       /* the region t belongs to, or NULL                         */
@@ -98,10 +88,6 @@ struct ursa__thread {
   uint8_t              claim;        /* atomic: 1 once a waker or the timer owns t's timed wait  */
   uint8_t              pinned;       /* URSA__PIN_*: whether t runs on home only (below)         */
   uint8_t              in_extra;     /* READY in its VP's overflow list, not in the ring         */
-  uint8_t              is_shell;     /* a stackless thread's wait shell (src/pt/): set once, so
-                                        any VP may read it without a lock                        */
-  void               (*shell_wake)(struct ursa__thread *, int);   /* a shell's wake (src/pt/, set
-                                        with is_shell): the wake paths call it, not a run queue   */
   uint32_t             pin_depth;    /* ursa_vp_pin nesting                                      */
   uint32_t             preempt_off;  /* ursa_preempt_disable nesting (src/model/preempt.c)       */
   char                *stack_lo;     /* lowest usable byte (above the guard)                    */
@@ -139,8 +125,20 @@ static inline uint8_t ursa__get_state(const struct ursa__thread *t) {
 }
 
 
-_Static_assert(offsetof(struct ursa__thread, heap_idx) + sizeof(uint32_t) - sizeof(ursa__ctx_t) <= 56,
+_Static_assert(sizeof(struct ursa__waiter) == 40, "struct ursa__waiter: 40 bytes expected on LP64");
+_Static_assert(offsetof(struct ursa__thread, w) == 0 && offsetof(struct ursa__thread, ctx) == URSA__CTX_BASE,
+               "the waiter is the descriptor's head and the context follows it (arch/ctx_base.h)");
+_Static_assert(offsetof(struct ursa__thread, own_stack) + 1 - sizeof(ursa__ctx_t) <= 56,
                "the hot fields of struct ursa__thread must fit one cache line with the context's end");
+
+/* The thread whose waiter w is (w not a call waiter). */
+static inline struct ursa__thread *ursa__thread_of(struct ursa__waiter *w) {
+  return (struct ursa__thread *)(void *)w;                 /* w is its first member */
+}
+/* Where the value a waker hands to w goes (an M-structure's put to a taker, a putter's value). */
+static inline void **ursa__waiter_data(struct ursa__waiter *w) {
+  return ursa__waiter_is_call(w) ? &ursa__waiter_call_of(w)->data : &ursa__thread_of(w)->wait_data;
+}
 
 /* Thread-specific data (keys.c): runs the destructors of t's non-NULL values, then frees them. */
 URSA_HIDDEN void ursa__keys_run_destructors(struct ursa__thread *t);

@@ -29,7 +29,7 @@ struct ursa__runq {
   struct ursa__thread **buf;
   uint32_t             mask;         /* capacity - 1 (a power of two)                           */
   uint32_t             head, tail;   /* free-running positions                                  */
-  /* several VPs: the overflow list of a full ring (FIFO, via qnext; src/sched/vp.c).  While it is
+  /* several VPs: the overflow list of a full ring (FIFO, via w.next; src/sched/vp.c).  While it is
    * in use every push goes there. */
   uint32_t             xlen;
   struct ursa__thread *xhead, *xtail;

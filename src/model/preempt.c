@@ -133,7 +133,7 @@ static inline void pc_sp(const ucontext_t *uc, uintptr_t *pc, uintptr_t *sp) {
  * its stack, and a signal taken while the stack pointer is still there has the kernel write the
  * signal's frame into the stack the other VP is running on (issue #22: the two corrupt each
  * other, and a VP resumed a wrong context or jumped to 0).  The first argument register holds
- * `from` until the move. */
+ * `from` (the thread, its context at URSA__CTX_BASE) until the move. */
 extern const char ursa__ctx_switch_moved[] __attribute__((visibility("hidden")));
 static void check_switch_window(const struct ursa__vp *vp, const ucontext_t *uc) {
   uintptr_t pc, sp, from;
@@ -146,7 +146,7 @@ static void check_switch_window(const struct ursa__vp *vp, const ucontext_t *uc)
 #else
   from = (uintptr_t)uc->uc_mcontext.regs[0];
 #endif
-  if (__atomic_load_n(ursa__ctx_oncpu((ursa__ctx_t *)from), __ATOMIC_RELAXED) == 0)
+  if (__atomic_load_n(ursa__ctx_oncpu(ursa__ctx_of((void *)from)), __ATOMIC_RELAXED) == 0)
     URSA_PANIC("a signal was taken on the stack of a thread that the switch had already released");
 }
 #else

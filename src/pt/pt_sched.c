@@ -40,11 +40,13 @@
  *   executor is then no longer BLOCKED).  Both sides decide under E->lock, so either the
  *   executor sees the new work before it blocks or the waker sees idle = 1.
  *
- * Wait shells: a stackless thread joining an ursa thread (or waiting on an ursa_sem_t) borrows a
- *   struct ursa__thread without stack from its executor's pool and queues it where the core
- *   queues a blocked thread (src/sched/sched.h).  The core's wake hands it to its shell_wake, on
- *   the waker's VP, which puts it on the executor's completed list; the executor finishes the
- *   wait (a join releases the joined thread) and makes the stackless thread ready.
+ * Shells: a stackless thread that joins an ursa thread, or waits on an ursa_sem_t or an I- or
+ *   M-structure, takes a shell (struct pts_shell, a call waiter of src/core/waiter.h) from its
+ *   executor's pool and starts the wait through the waiter interface (src/sync/waiter.h), which
+ *   queues it where a blocked thread's waiter would go.  The waker calls shell_wake on its own
+ *   VP, which puts the shell on the executor's completed list; the executor finishes the wait (a
+ *   join releases the joined thread, a get or take stores the value) and makes the stackless
+ *   thread ready.
  *
  * Executed only by ursa threads (stackless ones run inside their executor's ursa thread).
  */
@@ -52,6 +54,7 @@
 #include "../sched/sched.h"
 #include "../model/model.h"
 #include "../core/heap.h"
+#include "../sync/waiter.h"
 #include "ursa/pt_sched.h"
 
 #include <stdlib.h>
@@ -71,13 +74,23 @@ struct pts_timer {
   struct ursa_pts_sem *obj;          /* the semaphore of a timed wait, NULL for a sleep      */
 };
 
+/* A stackless thread's wait on an object of the core: a call waiter (src/sync/waiter.h). */
+enum { SH_JOIN = 1, SH_SEM, SH_IVAR, SH_MVAR_TAKE, SH_MVAR_PUT };
+struct pts_shell {
+  struct ursa__waiter_call c;        /* first: the core queues and wakes it                   */
+  struct ursa_pts     *t;            /* the stackless thread that waits                       */
+  void               **out;          /* a get or take: where the value goes                   */
+  uint8_t              kind;         /* SH_*                                                  */
+  struct pts_shell    *next;         /* on its executor's done list or pool                   */
+};
+
 struct ursa__pts_exec {
   struct ursa__pts_runq q;           /* first: the header's inline paths read it (owner only) */
   uint8_t              smp;          /* several VPs: the locks are taken                      */
   /* under lock */
   ursa__spin_t         lock;
   struct ursa_pts     *in_head, *in_tail;
-  struct ursa__thread *done_shells;  /* woken shells, via qnext                               */
+  struct pts_shell    *done_shells;  /* woken shells, via next                                */
   uint32_t             in_n;         /* atomic: inbox + done_shells entries (a hint)          */
   uint8_t              idle;         /* the executor is blocked, or about to, for lack of work */
   uint8_t              timed;        /* ... with a deadline (several VPs): its timer may wake it */
@@ -86,7 +99,7 @@ struct ursa__pts_exec {
   /* owner only */
   struct pts_timer    *timers;       /* 1-based min-heap on deadline                          */
   uint32_t             ntimers, tcap;
-  struct ursa__thread *shell_pool;   /* free shells, via qnext                                */
+  struct pts_shell    *shell_pool;   /* free shells, via next                                 */
   /* fixed once made */
   struct ursa__thread *self_t;       /* the executor's ursa thread                            */
   ursa_thread_t        thread;
@@ -137,7 +150,7 @@ static bool claim_idle(struct ursa__pts_exec *E) {
 }
 
 static void kick(struct ursa__pts_exec *E, bool wake) {
-  if (wake) ursa__wake(E->self_t, 0);
+  if (wake) ursa__wake_thread(E->self_t, 0);
 }
 
 /* Appends t to E's inbox and wakes E if it is idle.  Anyone. */
@@ -157,7 +170,7 @@ static void remote_push(struct ursa__pts_exec *E, struct ursa_pts *t) {
  * running the caller, or NULL. */
 static void make_ready(struct ursa__pts_exec *cur, struct ursa_pts *w, int res) {
   if (w->flags & PTS_F_STACKFUL) {            /* an ursa thread blocked in ursa_pts_*: wake it */
-    ursa__wake(w->arg, res);
+    ursa__wake_thread(w->arg, res);
     return;
   }
   w->result = (int16_t)res;
@@ -230,40 +243,33 @@ static void timers_fire(struct ursa__pts_exec *E) {
 
 /* ---- wait shells ------------------------------------------------------------------------------ */
 
-static void shell_wake(struct ursa__thread *sh, int res);
+static void shell_wake(struct ursa__waiter_call *c, int res);
 
-static struct ursa__thread *shell_get(struct ursa__pts_exec *E, struct ursa__vp *vp, struct ursa_pts *t) {
-  struct ursa__thread *sh = E->shell_pool;
-  if (sh) E->shell_pool = sh->qnext;
-  else if (URSA__FAIL() || (sh = calloc(1, sizeof *sh)) == NULL) return NULL;
-  sh->heap_idx = URSA__HEAP_SHELL;                    /* routes the core's wake to us */
-  sh->is_shell = 1;                                   /* ... with several VPs, this does */
-  sh->shell_wake = shell_wake;
-  sh->vp = vp;
-  sh->timer_vp = NULL;                                /* no timer: a waker takes it as it is */
-  sh->claim = 0;
-  sh->waitq = NULL;
-  sh->fn = NULL;
-  sh->arg = t;
-  sh->wake_result = 0;
-  strcpy(sh->name, "stackless");
+static struct pts_shell *shell_get(struct ursa__pts_exec *E, struct ursa_pts *t, int kind, void **out) {
+  struct pts_shell *sh = E->shell_pool;
+  if (sh) E->shell_pool = sh->next;
+  else if (URSA__FAIL() || (sh = malloc(sizeof *sh)) == NULL) return NULL;
+  ursa__waiter_call_init(&sh->c, shell_wake);
+  sh->t = t;
+  sh->out = out;
+  sh->kind = (uint8_t)kind;
   return sh;
 }
 
-static void shell_put(struct ursa__pts_exec *E, struct ursa__thread *sh) {
-  sh->qnext = E->shell_pool;
+static void shell_put(struct ursa__pts_exec *E, struct pts_shell *sh) {
+  sh->next = E->shell_pool;
   E->shell_pool = sh;
 }
 
-/* A shell's shell_wake (sched.h, "wait shells"): the wake paths call it with the wake result. */
-static void shell_wake(struct ursa__thread *sh, int res) {
-  struct ursa_pts *t = sh->arg;
-  struct ursa__pts_exec *E = t->exec;
+/* A shell's wake function (src/sync/waiter.h): runs on the waker's VP with the object's lock held,
+ * so it takes only E->lock (a leaf) and hands the rest to the executor. */
+static void shell_wake(struct ursa__waiter_call *c, int res) {
+  struct pts_shell *sh = (struct pts_shell *)(void *)c;   /* c is its first member */
+  struct ursa__pts_exec *E = sh->t->exec;
   bool wake;
-  sh->wake_result = res;
-  ursa__set_state(sh, URSA__READY);
+  c->w.wake_result = res;
   ursa__lock_if(E->smp, &E->lock);
-  sh->qnext = E->done_shells;
+  sh->next = E->done_shells;
   E->done_shells = sh;
   __atomic_store_n(&E->in_n, E->in_n + 1, __ATOMIC_RELAXED);   /* the lock orders the list */
   wake = claim_idle(E);
@@ -272,12 +278,11 @@ static void shell_wake(struct ursa__thread *sh, int res) {
 }
 
 /* Finishes the wait of a woken shell and makes its thread ready.  Executed by E only. */
-static void shell_done(struct ursa__pts_exec *E, struct ursa__vp *vp, struct ursa__thread *sh) {
-  struct ursa_pts *t = sh->arg;
-  if (sh->wait_kind == URSA__W_JOIN) ursa__join_async_done(vp, sh->wait_obj);
-  else if (sh->wait_kind == URSA__W_IVAR) *(void **)sh->result = ursa__ivar_value(sh->wait_obj);
-  else if (sh->wait_kind == URSA__W_MVAR_TAKE) *(void **)sh->result = sh->wait_data;
-  make_ready(E, t, sh->wake_result);
+static void shell_done(struct ursa__pts_exec *E, struct pts_shell *sh) {
+  if (sh->kind == SH_JOIN) ursa__join_waiter_end(&sh->c);
+  else if (sh->kind == SH_IVAR) *sh->out = ursa__ivar_get_end(&sh->c);
+  else if (sh->kind == SH_MVAR_TAKE) *sh->out = sh->c.data;
+  make_ready(E, sh->t, sh->c.w.wake_result);
   shell_put(E, sh);
 }
 
@@ -286,8 +291,7 @@ static void shell_done(struct ursa__pts_exec *E, struct ursa__vp *vp, struct urs
 /* Moves the inbox to the ready list and completes the woken shells.  E only. */
 static void drain(struct ursa__pts_exec *E) {
   struct ursa_pts *h, *tl;
-  struct ursa__thread *sh;
-  struct ursa__vp *vp = URSA__VP_AFTER_SWITCH();
+  struct pts_shell *sh;
   ursa__lock_if(E->smp, &E->lock);
   h = E->in_head;
   tl = E->in_tail;
@@ -301,8 +305,8 @@ static void drain(struct ursa__pts_exec *E) {
     E->q.tail = tl;
   }
   while (sh) {
-    struct ursa__thread *n = sh->qnext;
-    shell_done(E, vp, sh);
+    struct pts_shell *n = sh->next;
+    shell_done(E, sh);
     sh = n;
   }
 }
@@ -320,7 +324,7 @@ static bool idle_wait(struct ursa__pts_exec *E) {
   }
   E->idle = 1;
   E->timed = deadline != 0;
-  me->waitq = NULL;                                  /* on no queue: a timeout removes nothing */
+  me->w.waitq = NULL;                                 /* on no queue: a timeout removes nothing */
   if (E->smp && deadline) {
     /* Should ursa__block find the deadline passed, it returns without arming a timer and leaves
      * timer_vp and claim as they were: make them say "the timer owns it", so that no waker
@@ -538,8 +542,8 @@ int ursa_pts_fini(void) {
     all = E->next;
     ursa_join(E->thread, NULL);
     while (E->shell_pool) {
-      struct ursa__thread *sh = E->shell_pool;
-      E->shell_pool = sh->qnext;
+      struct pts_shell *sh = E->shell_pool;
+      E->shell_pool = sh->next;
       free(sh);
     }
     free(E->timers);
@@ -582,11 +586,11 @@ static bool joins_pts(struct ursa_pts *t, const void *w) {
 
 /* Whether the stackless thread w waits for the ursa thread t's end (through a shell). */
 static bool joins_thread(struct ursa__vp *vp, struct ursa__thread *t, const struct ursa_pts *w) {
-  const struct ursa__thread *j;
+  struct ursa__waiter *j;
   bool r;
   ursa__olock(vp, &t->lock);
-  j = t->joiner;
-  r = j != NULL && j->is_shell && j->arg == w;
+  j = t->joiner;                      /* a call waiter joining a thread is always one of our shells */
+  r = j != NULL && ursa__waiter_is_call(j) && ((struct pts_shell *)(void *)j)->t == w;
   ursa__ounlock(vp, &t->lock);
   return r;
 }
@@ -606,7 +610,7 @@ int ursa_pts_join(struct ursa_pts *t) {
   node.flags = PTS_F_STACKFUL;
   node.arg = vp->cur;
   t->joiner = &node;
-  vp->cur->waitq = NULL;
+  vp->cur->w.waitq = NULL;
   ursa__block(vp, URSA__W_PT_JOIN, t, &E->lock, 0);  /* releases the lock once BLOCKED */
   return 0;
 }
@@ -630,82 +634,75 @@ int ursa__pts_join(struct ursa_pts *self, struct ursa_pts *t) {
   return r;
 }
 
-/* A stackless thread waits for an ursa thread: through a shell (src/sched/sched.h). */
-int ursa__pts_join_thread(struct ursa_pts *self, ursa_thread_t th) {
-  struct ursa__pts_exec *E = self->exec;
-  struct ursa__vp *vp = URSA__VP_AFTER_SWITCH();
-  struct ursa__thread *t = ursa__thread_get(th), *sh;
-  int r;
-  if (t == NULL) r = -ESRCH;
-  else if (t == vp->cur) r = -EDEADLK;               /* its own executor */
-  else if (joins_pts(self, t)) r = -EDEADLK;         /* t waits in ursa_pts_join for self */
-  else if ((sh = shell_get(E, vp, self)) == NULL) r = -ENOMEM;
-  else {
-    st_set(self, URSA_PTS_WAITING);
-    r = ursa__join_async(vp, t, sh);
-    if (r != 1) {
-      st_set(self, URSA_PTS_READY);
-      shell_put(E, sh);
-    }
-  }
-  if (r != 1) self->result = (int16_t)r;
-  return r;
-}
-
-/* A stackless thread waits on an ursa_sem_t: through a shell. */
-int ursa__pts_ursa_sem_wait(struct ursa_pts *self, ursa_sem_t *s) {
-  struct ursa__pts_exec *E = self->exec;
-  struct ursa__vp *vp = URSA__VP_AFTER_SWITCH();
-  struct ursa__thread *sh = shell_get(E, vp, self);
-  int r;
-  if (sh == NULL) r = -ENOMEM;
-  else {
-    st_set(self, URSA_PTS_WAITING);
-    r = ursa__sem_wait_async(s, sh);
-    if (r != 1) {
-      st_set(self, URSA_PTS_READY);
-      shell_put(E, sh);
-    }
-  }
-  if (r != 1) self->result = (int16_t)r;
-  return r;
-}
-
-/* A stackless thread gets an I-structure, or takes from / puts into an M-structure: through a
- * shell.  out (get, take) must outlive the wait: the executor stores the value there when the
- * shell is woken (sh->result holds it meanwhile). */
-static int cell_wait(struct ursa_pts *self, int kind, void *cell, void **out, void *value) {
-  struct ursa__pts_exec *E = self->exec;
-  struct ursa__vp *vp = URSA__VP_AFTER_SWITCH();
-  struct ursa__thread *sh;
-  int r;
-  if (cell == NULL || (kind != URSA__W_MVAR_PUT && out == NULL)) r = -EINVAL;
-  else if ((sh = shell_get(E, vp, self)) == NULL) r = -ENOMEM;
-  else {
-    sh->result = out;
-    st_set(self, URSA_PTS_WAITING);
-    r = kind == URSA__W_IVAR ? ursa__ivar_get_async(cell, sh, out)
-      : kind == URSA__W_MVAR_TAKE ? ursa__mvar_take_async(cell, sh, out)
-      : ursa__mvar_put_async(cell, sh, value);
-    if (r != 1) {
-      st_set(self, URSA_PTS_READY);
-      shell_put(E, sh);
-    }
+/* The waits of a stackless thread on the core's objects, through a shell (src/sync/waiter.h):
+ * r is what the waiter interface answered (1: queued, the executor finishes the wait when the
+ * shell is woken). */
+static int shell_started(struct ursa__pts_exec *E, struct ursa_pts *self, struct pts_shell *sh, int r) {
+  if (r != 1) {
+    st_set(self, URSA_PTS_READY);
+    shell_put(E, sh);
   }
   self->result = (int16_t)(r == 1 ? 0 : r);
   return r;
 }
 
+/* A stackless thread waits for an ursa thread. */
+int ursa__pts_join_thread(struct ursa_pts *self, ursa_thread_t th) {
+  struct ursa__pts_exec *E = self->exec;
+  struct ursa__vp *vp = URSA__VP_AFTER_SWITCH();
+  struct ursa__thread *t = ursa__thread_get(th);
+  struct pts_shell *sh;
+  int r;
+  if (t == NULL) r = -ESRCH;
+  else if (t == vp->cur) r = -EDEADLK;               /* its own executor */
+  else if (joins_pts(self, t)) r = -EDEADLK;         /* t waits in ursa_pts_join for self */
+  else if ((sh = shell_get(E, self, SH_JOIN, NULL)) == NULL) r = -ENOMEM;
+  else {
+    st_set(self, URSA_PTS_WAITING);                  /* before a waker can see the shell */
+    return shell_started(E, self, sh, ursa__join_waiter(th, &sh->c));
+  }
+  self->result = (int16_t)r;
+  return r;
+}
+
+/* A stackless thread waits on an ursa_sem_t. */
+int ursa__pts_ursa_sem_wait(struct ursa_pts *self, ursa_sem_t *s) {
+  struct ursa__pts_exec *E = self->exec;
+  struct pts_shell *sh = shell_get(E, self, SH_SEM, NULL);
+  if (sh == NULL) { self->result = -ENOMEM; return -ENOMEM; }
+  st_set(self, URSA_PTS_WAITING);
+  return shell_started(E, self, sh, ursa__sem_wait_waiter(s, &sh->c));
+}
+
+/* A stackless thread gets an I-structure, or takes from / puts into an M-structure.  out (get,
+ * take) must outlive the wait: the executor stores the value there when the shell is woken. */
+static int cell_wait(struct ursa_pts *self, int kind, void *cell, void **out, void *value) {
+  struct ursa__pts_exec *E = self->exec;
+  struct pts_shell *sh;
+  int r;
+  if (cell == NULL || (kind != SH_MVAR_PUT && out == NULL)) r = -EINVAL;
+  else if ((sh = shell_get(E, self, kind, out)) == NULL) r = -ENOMEM;
+  else {
+    st_set(self, URSA_PTS_WAITING);
+    return shell_started(E, self, sh,
+                         kind == SH_IVAR ? ursa__ivar_get_waiter(cell, &sh->c, out)
+                         : kind == SH_MVAR_TAKE ? ursa__mvar_take_waiter(cell, &sh->c, out)
+                         : ursa__mvar_put_waiter(cell, &sh->c, value));
+  }
+  self->result = (int16_t)r;
+  return r;
+}
+
 int ursa__pts_ivar_get(struct ursa_pts *self, ursa_ivar_t *v, void **out) {
-  return cell_wait(self, URSA__W_IVAR, v, out, NULL);
+  return cell_wait(self, SH_IVAR, v, out, NULL);
 }
 
 int ursa__pts_mvar_take(struct ursa_pts *self, ursa_mvar_t *v, void **out) {
-  return cell_wait(self, URSA__W_MVAR_TAKE, v, out, NULL);
+  return cell_wait(self, SH_MVAR_TAKE, v, out, NULL);
 }
 
 int ursa__pts_mvar_put(struct ursa_pts *self, ursa_mvar_t *v, void *value) {
-  return cell_wait(self, URSA__W_MVAR_PUT, v, NULL, value);
+  return cell_wait(self, SH_MVAR_PUT, v, NULL, value);
 }
 
 /* ---- sleep ------------------------------------------------------------------------------------ */
@@ -796,7 +793,7 @@ int ursa_pts_sem_wait(struct ursa_pts_sem *s) {
   node.flags = PTS_F_STACKFUL;
   node.arg = vp->cur;
   sem_enqueue(s, &node);
-  vp->cur->waitq = NULL;
+  vp->cur->w.waitq = NULL;
   ursa__block(vp, URSA__W_PT_SEM, s, &s->lock, 0);  /* 0: a post handed us its unit */
   return 0;
 }

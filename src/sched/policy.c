@@ -38,7 +38,7 @@
 /* the global queue (policy global) */
 static struct {
   ursa__spin_t         lock;
-  struct ursa__thread *head, *tail;    /* FIFO through qnext, under lock */
+  struct ursa__thread *head, *tail;    /* FIFO through w.next, under lock */
   uint32_t             n;              /* atomic: threads queued */
 } gq;
 
@@ -115,9 +115,9 @@ bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen
     kick_one(vp);
     return true;
   default:                                              /* global */
-    t->qnext = NULL;
+    t->w.next = NULL;
     ursa__spin_lock(&gq.lock);
-    if (gq.tail) gq.tail->qnext = t; else gq.head = t;
+    if (gq.tail) gq.tail->w.next = t; else gq.head = t;
     gq.tail = t;
     __atomic_store_n(&gq.n, gq.n + 1, __ATOMIC_RELAXED);
     ursa__spin_unlock(&gq.lock);
@@ -134,7 +134,7 @@ static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
   struct ursa__thread *t = q->xhead;
   if (t != NULL) {
     if (t->pinned || t->region) return NULL;
-    q->xhead = t->qnext;
+    q->xhead = t->w.next;
     if (q->xhead == NULL) q->xtail = NULL;
     q->xlen--;
     t->in_extra = 0;
@@ -167,7 +167,7 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
     if (!ok) {                                         /* full: put it back where it was */
       if (from_list) {
         t->in_extra = 1;
-        t->qnext = vp->runq.xhead;
+        t->w.next = vp->runq.xhead;
         vp->runq.xhead = t;
         if (vp->runq.xtail == NULL) vp->runq.xtail = t;
         vp->runq.xlen++;
@@ -272,7 +272,7 @@ struct ursa__thread *ursa__pol_fetch(struct ursa__vp *vp) {
     if (__atomic_load_n(&gq.n, __ATOMIC_RELAXED) == 0) return NULL;
     ursa__spin_lock(&gq.lock);
     if ((t = gq.head) != NULL) {
-      gq.head = t->qnext;
+      gq.head = t->w.next;
       if (gq.head == NULL) gq.tail = NULL;
       __atomic_store_n(&gq.n, gq.n - 1, __ATOMIC_RELAXED);
     }

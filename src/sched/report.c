@@ -55,8 +55,8 @@ const char *ursa__wait_name(int kind) {
 static struct ursa__thread *waits_for(const struct ursa__thread *t) {
   const struct ursa__waitkind *k;
   if (t->state != URSA__BLOCKED || (k = kind_of(t->wait_kind)) == NULL) return NULL;
-  if (k->flags & URSA__WK_THREAD) return t->wait_obj;
-  return k->owner ? k->owner(t->wait_obj) : NULL;
+  if (k->flags & URSA__WK_THREAD) return t->w.wait_obj;
+  return k->owner ? k->owner(t->w.wait_obj) : NULL;
 }
 
 /* Prints what t waits on, e.g. "ursa_mutex_lock on mutex 0x... held by thread 3 (b)". */
@@ -69,7 +69,7 @@ static void print_wait(FILE *f, const struct ursa__thread *t) {
     return;
   }
   if (flags & URSA__WK_NOOBJ) fprintf(f, "%s", ursa__wait_name(t->wait_kind));
-  else fprintf(f, "%s %p", ursa__wait_name(t->wait_kind), t->wait_obj);
+  else fprintf(f, "%s %p", ursa__wait_name(t->wait_kind), t->w.wait_obj);
   if (h) fprintf(f, " held by thread %llu (%s)", (unsigned long long)h->id, h->name);
 }
 
@@ -83,7 +83,7 @@ static void print_thread(FILE *f, const struct ursa__thread *t) {
   default: break;
   }
   print_wait(f, t);
-  if (t->heap_idx) fprintf(f, ", until %.3f s from now", (double)(int64_t)(t->deadline - ursa__now()) / 1e9);
+  if (t->w.heap_idx) fprintf(f, ", until %.3f s from now", (double)(int64_t)(t->deadline - ursa__now()) / 1e9);
   fprintf(f, "\n");
 }
 

@@ -75,11 +75,11 @@ int ursa__switch_traced(struct ursa__vp *vp, struct ursa__thread *from, struct u
 /* ---- timer heap (1-based binary min-heap on deadline) ----------------------------------------- */
 
 #define THREAD_KEY(t)      ((t)->deadline)
-#define THREAD_MOVED(t, i) ((t)->heap_idx = (i))
+#define THREAD_MOVED(t, i) __atomic_store_n(&(t)->w.heap_idx, (i), __ATOMIC_RELAXED)   /* read by ursa__waiter_is_call */
 URSA__HEAP(theap, struct ursa__thread *, THREAD_KEY, THREAD_MOVED)
 
 void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadline) {
-  URSA_ASSERT(t->heap_idx == 0 && vp->ntimers + 1 < vp->timers_cap);
+  URSA_ASSERT(t->w.heap_idx == 0 && vp->ntimers + 1 < vp->timers_cap);
   URSA_ASSERT(vp->mode != URSA__SMPMODE || ursa__spin_held(&vp->tlock));   /* wakers cancel */
   t->deadline = deadline;
   vp->timers[vp->ntimers + 1] = t;
@@ -89,11 +89,11 @@ void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, uint64_t deadl
 
 void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t) {
   uint32_t n = vp->ntimers;
-  URSA_ASSERT(t->heap_idx != 0 && t->heap_idx <= n && vp->timers[t->heap_idx] == t);
+  URSA_ASSERT(t->w.heap_idx != 0 && t->w.heap_idx <= n && vp->timers[t->w.heap_idx] == t);
   URSA_ASSERT(vp->mode != URSA__SMPMODE || ursa__spin_held(&vp->tlock));
   __atomic_store_n(&vp->ntimers, n - 1, __ATOMIC_RELAXED);             /* read unlocked by its owner */
-  theap_remove(vp->timers, n, t->heap_idx);
-  t->heap_idx = 0;
+  theap_remove(vp->timers, n, t->w.heap_idx);
+  __atomic_store_n(&t->w.heap_idx, 0u, __ATOMIC_RELAXED);             /* read by ursa__waiter_is_call */
 }
 
 int ursa__timers_reserve(struct ursa__vp *vp, uint64_t nthreads) {
@@ -131,9 +131,14 @@ int ursa__sched_reserve(struct ursa__vp *vp, uint64_t nthreads) {
   return 0;
 }
 
-void ursa__wake_slow(struct ursa__thread *t, int res) {
-  if (t->heap_idx == URSA__HEAP_SHELL) { t->shell_wake(t, res); return; }   /* src/pt/ */
-  if (t->heap_idx) ursa__timer_cancel(t->vp, t);
+void ursa__wake_slow(struct ursa__waiter *w, int res) {
+  struct ursa__thread *t;
+  if (w->heap_idx == URSA__WAITER_CALL) {                    /* a call waiter (core/thread.h) */
+    ursa__waiter_call_of(w)->wake(ursa__waiter_call_of(w), res);
+    return;
+  }
+  t = ursa__thread_of(w);
+  if (t->w.heap_idx) ursa__timer_cancel(t->vp, t);
   if (URSA__TRACING()) ursa__trace_wake(t->vp, t, 0, res);   /* URSA_TRACE: one VP */
   ursa__wake_ready(t, res);
 }
@@ -142,12 +147,12 @@ void ursa__timers_fire(struct ursa__vp *vp, uint64_t now) {
   if (vp->mode == URSA__SMPMODE) { ursa__smp_timers_fire(vp, now); return; }
   while (vp->ntimers && vp->timers[1]->deadline <= now) {
     struct ursa__thread *t = vp->timers[1];
-    if (t->waitq) {                                           /* leave the object's queue */
-      ursa__q_remove(t->waitq, t);
-      t->waitq = NULL;
+    if (t->w.waitq) {                                           /* leave the object's queue */
+      ursa__q_remove(t->w.waitq, &t->w);
+      t->w.waitq = NULL;
     }
     vp->stats.timers++;
-    ursa__wake(t, -ETIMEDOUT);                                /* cancels the timer too */
+    ursa__wake_m(URSA__CHECKED, &t->w, -ETIMEDOUT);          /* cancels the timer too */
   }
 }
 
@@ -192,7 +197,7 @@ static inline void tsan_last_switch_here(void) {
   struct ursa__thread *self = vp->cur, *to = self->tsan_to;
   __tsan_func_exit();                                         /* this entry's frame */
   ursa__switch_prepare_raw(vp, self, to);
-  ursa__ctx_switch(&self->ctx, &to->ctx, to->wake_result);
+  ursa__ctx_switch(self, to, to->w.wake_result);
   URSA_PANIC("a finished thread was resumed");
 }
 #endif
@@ -243,7 +248,7 @@ int ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *loc
   struct ursa__thread *cur = vp->cur, *next;
   if (deadline) {
     if (deadline <= ursa__now()) {                            /* passed: no wait at all */
-      if (cur->waitq) ursa__q_remove(cur->waitq, cur);
+      if (cur->w.waitq) ursa__q_remove(cur->w.waitq, &cur->w);
       if (lock) ursa__ounlock(vp, lock);
       return -ETIMEDOUT;
     }
@@ -262,21 +267,21 @@ int ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *loc
   if (vp->mode == URSA__SMPMODE) return ursa__smp_block(vp, kind, obj, lock);
   ursa__set_state(cur, URSA__BLOCKED);
   __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);
-  __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);
+  __atomic_store_n(&cur->w.wait_obj, obj, __ATOMIC_RELAXED);
   cur->wait_lock = lock;
   vp->stats.blocks++;
   next = next_ready(vp);
   if (ursa_unlikely(next == NULL)) ursa__deadlock_report(vp);
   if (ursa_unlikely(next == cur)) {                           /* our own timer woke us */
     ursa__set_state(cur, URSA__RUNNING);
-    return cur->wake_result;
+    return cur->w.wake_result;
   }
   URSA__SWITCH_RETURN(vp, cur, next);
 }
 
 void ursa__wake_all(const struct ursa__vp *vp, struct ursa__waitq *q, int res) {
-  struct ursa__thread *t;
-  while ((t = ursa__q_take(vp, q)) != NULL) ursa__wake(t, res);
+  struct ursa__waiter *w;
+  while ((w = ursa__q_take(vp, q)) != NULL) ursa__wake(vp, w, res);
 }
 
 void ursa__thread_finish(struct ursa__vp *vp, void *result) {
@@ -295,13 +300,14 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
     ursa__thread_release_handle(cur);                         /* the handle is stale at once */
     if (!cur->own_stack) vp->zombie = cur;                      /* the stack: after the switch */
   } else if (cur->joiner) {
-    next = cur->joiner;
-    if (ursa_likely(vp->ntimers == 0 && ursa__runq_empty(vp) && next->heap_idx == 0)) {
+    struct ursa__waiter *j = cur->joiner;                     /* a thread's, or a call waiter */
+    if (ursa_likely(vp->ntimers == 0 && ursa__runq_empty(vp) && j->heap_idx == 0)) {
+      next = ursa__thread_of(j);                              /* a thread without a timer */
       if (URSA__TRACING()) ursa__trace_wake(vp, next, vp->index, 0);   /* URSA_TRACE */
-      next->wake_result = 0;                                  /* it would be next anyway: hand */
+      next->w.wake_result = 0;                                /* it would be next anyway: hand */
       goto run;                                               /* over without the run queue    */
     }
-    ursa__wake(next, 0);
+    ursa__wake_m(URSA__CHECKED, j, 0);                       /* one VP (several: smp_finish) */
   }
   if (vp->ntimers != 0 || (next = ursa__runq_pop(vp)) == NULL) next = next_ready(vp);
   if (next == NULL) {
@@ -317,7 +323,7 @@ run:
   } else {
     URSA__TSAN_LAST_SWITCH(cur, next);                        /* TSan: see ursa__thread_entry */
     ursa__switch_prepare_raw(vp, cur, next);
-    ursa__ctx_switch(&cur->ctx, &next->ctx, next->wake_result);
+    ursa__ctx_switch(cur, next, next->w.wake_result);
   }
   URSA_PANIC("a finished thread was resumed");
 }
@@ -331,7 +337,7 @@ static inline int yield_1(struct ursa__vp *vp) {
   if (next == NULL) return 0;
   cur = vp->cur;
   ursa__set_state(cur, URSA__READY);
-  cur->wake_result = 0;
+  cur->w.wake_result = 0;
   ursa__runq_push(vp, cur);
   URSA__SWITCH_RETURN(vp, cur, next);
 }
@@ -369,7 +375,7 @@ int ursa_yield_to(ursa_thread_t h) {
   ursa__prefetch_frame(t);
   vp->stats.yields++;
   ursa__set_state(cur, URSA__READY);
-  cur->wake_result = 0;
+  cur->w.wake_result = 0;
   ursa__runq_replace(vp, t, cur);                 /* the caller takes t's place in the queue */
   URSA__SWITCH_RETURN(vp, cur, t);
 }
@@ -379,7 +385,7 @@ int ursa_sleep_ns(uint64_t ns) {
   URSA_VP_OR_RETURN(vp);
   if (ns == 0) return ursa_yield();
   now = ursa__now();
-  vp->cur->waitq = NULL;                                      /* on no queue while asleep */
+  vp->cur->w.waitq = NULL;                                      /* on no queue while asleep */
   ursa__block(vp, URSA__W_SLEEP, NULL, NULL, ns > UINT64_MAX - now ? UINT64_MAX : now + ns);
   return 0;
 }

@@ -11,48 +11,55 @@
 #include "../core/stack.h"
 #include "../core/backtrace.h"
 
-/* ---- wait queues (queue.h-style inline helpers) ----------------------------------------------- */
+/* ---- wait queues (queue.h-style inline helpers) -----------------------------------------------
+ * A wait queue holds waiters (core/thread.h): a thread's (&t->w) or a call waiter.  An object of
+ * src/sync/ has one operation per kind of wait that takes the caller's unit or queues a waiter,
+ * and the blocking call and the call-waiter entry (the waiter interface, src/sched/waiter.h) both
+ * use it: the wait is written once. */
 static inline bool ursa__q_empty(const struct ursa__waitq *q) { return q->head == NULL; }
 
-static inline void ursa__q_push(struct ursa__waitq *q, struct ursa__thread *t) {
-  t->qnext = NULL;
-  t->qprev = q->tail;
-  if (q->tail) q->tail->qnext = t; else q->head = t;
-  q->tail = t;
-  t->waitq = q;
+static inline void ursa__q_push(struct ursa__waitq *q, struct ursa__waiter *w) {
+  w->qnext = NULL;
+  w->qprev = q->tail;
+  if (q->tail) q->tail->qnext = w; else q->head = w;
+  q->tail = w;
+  w->waitq = q;
 }
 
-/* Pop and remove leave t->waitq as it was: it is read only for a BLOCKED thread with a timer
+/* Pop and remove leave w->waitq as it was: it is read only for a BLOCKED thread with a timer
  * (to leave its queue on timeout), and every timed wait sets it first (push, or NULL for a sleep). */
-static inline struct ursa__thread *ursa__q_pop(struct ursa__waitq *q) {
-  struct ursa__thread *t = q->head;
-  if (t) {
-    q->head = t->qnext;
+static inline struct ursa__waiter *ursa__q_pop(struct ursa__waitq *q) {
+  struct ursa__waiter *w = q->head;
+  if (w) {
+    q->head = w->qnext;
     if (q->head) q->head->qprev = NULL; else q->tail = NULL;
   }
-  return t;
+  return w;
 }
 
 /* Takes the first waiter of q that the caller may wake, NULL when none; the caller holds the
- * object's lock.  With several VPs a timed waiter may have been claimed by its timer (which then
- * removes it from q itself and wakes it with -ETIMEDOUT): such a waiter is passed over, so a post,
- * unlock or put goes to a thread that will see it.  Claim protocol: src/sched/vp.c. */
+ * object's lock.  With several VPs a thread's timed wait may have been claimed by its timer (which
+ * then removes it from q itself and wakes it with -ETIMEDOUT): such a waiter is passed over, so a
+ * post, unlock or put goes to a waiter that will see it.  A call waiter has no timer of the core.
+ * Claim protocol: src/sched/vp.c. */
 URSA_HIDDEN bool ursa__claim_for_waker(struct ursa__thread *t);
-static inline struct ursa__thread *ursa__q_take_m(int mode, struct ursa__waitq *q) {
-  struct ursa__thread *t;
+static inline struct ursa__waiter *ursa__q_take_m(int mode, struct ursa__waitq *q) {
+  struct ursa__waiter *w;
   if (ursa_likely(mode != URSA__SMPMODE)) return ursa__q_pop(q);   /* one VP: timers fire here, in order */
-  while ((t = ursa__q_pop(q)) != NULL) {
-    if (ursa_likely(t->timer_vp == NULL) || ursa__claim_for_waker(t)) return t;
+  while ((w = ursa__q_pop(q)) != NULL) {
+    if (ursa_unlikely(ursa__waiter_is_call(w))) return w;
+    if (ursa_likely(ursa__thread_of(w)->timer_vp == NULL) || ursa__claim_for_waker(ursa__thread_of(w)))
+      return w;
   }
   return NULL;
 }
-static inline struct ursa__thread *ursa__q_take(const struct ursa__vp *vp, struct ursa__waitq *q) {
+static inline struct ursa__waiter *ursa__q_take(const struct ursa__vp *vp, struct ursa__waitq *q) {
   return ursa__q_take_m(vp->mode, q);
 }
 
-static inline void ursa__q_remove(struct ursa__waitq *q, struct ursa__thread *t) {
-  if (t->qprev) t->qprev->qnext = t->qnext; else q->head = t->qnext;
-  if (t->qnext) t->qnext->qprev = t->qprev; else q->tail = t->qprev;
+static inline void ursa__q_remove(struct ursa__waitq *q, struct ursa__waiter *w) {
+  if (w->qprev) w->qprev->qnext = w->qnext; else q->head = w->qnext;
+  if (w->qnext) w->qnext->qprev = w->qprev; else q->tail = w->qprev;
 }
 
 /* ---- run queue --------------------------------------------------------------------------------- */
@@ -70,7 +77,7 @@ static inline void ursa__runq_push(struct ursa__vp *vp, struct ursa__thread *t) 
     return;
   }
   URSA_ASSERT(q->tail - q->head <= q->mask);
-  t->rq_pos = q->tail;
+  t->w.rq_pos = q->tail;
   q->buf[q->tail++ & q->mask] = t;
 }
 
@@ -103,8 +110,8 @@ static inline void ursa__runq_replace(struct ursa__vp *vp, struct ursa__thread *
     q->next = in;
     return;
   }
-  in->rq_pos = out->rq_pos;
-  q->buf[out->rq_pos & q->mask] = in;
+  in->w.rq_pos = out->w.rq_pos;
+  q->buf[out->w.rq_pos & q->mask] = in;
 }
 
 /* ---- scheduler (sched.c) ---------------------------------------------------------------------- */
@@ -168,7 +175,7 @@ URSA_HIDDEN void ursa__tsan_last_switch(struct ursa__thread *from, struct ursa__
      do {                                                                                 \
        int r_;                                                                            \
        ursa__switch_prepare_raw(vp, from, to);                                                  \
-       r_ = ursa__ctx_switch(&(from)->ctx, &(to)->ctx, (to)->wake_result);           \
+       r_ = ursa__ctx_switch((from), (to), (to)->w.wake_result);           \
        __sanitizer_finish_switch_fiber((from)->asan_fake, NULL, NULL);                    \
        return r_;                                                                         \
      } while (0)
@@ -177,7 +184,7 @@ URSA_HIDDEN void ursa__tsan_last_switch(struct ursa__thread *from, struct ursa__
      do {                                                                                 \
        URSA__TSAN_LAST_SWITCH(from, to);                                                  \
        ursa__switch_prepare_raw(vp, from, to);                                                  \
-       return ursa__ctx_switch(&(from)->ctx, &(to)->ctx, (to)->wake_result);         \
+       return ursa__ctx_switch((from), (to), (to)->w.wake_result);         \
      } while (0)
 #endif
 /* The trace's hook on the tail-called switch paths: when tracing, the whole switch is done by
@@ -227,13 +234,13 @@ static inline int ursa__block_m(int mode, struct ursa__vp *vp, int kind, void *o
   if (mode == URSA__FAST) {                  /* one VP: plain stores (the compiler merges them) */
     cur->state = URSA__BLOCKED;
     cur->wait_kind = (uint8_t)kind;
-    cur->wait_obj = obj;                     /* (wake_result: every waker sets it) */
+    cur->w.wait_obj = obj;                     /* (wake_result: every waker sets it) */
     vp->stats.blocks++;
     URSA__SWITCH_RETURN_RAW(vp, cur, next);
   }
   ursa__set_state(cur, URSA__BLOCKED);
   __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);
-  __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);
+  __atomic_store_n(&cur->w.wait_obj, obj, __ATOMIC_RELAXED);
   vp->stats.blocks++;
   URSA__SWITCH_RETURN(vp, cur, next);
 }
@@ -252,20 +259,23 @@ static inline void ursa__prefetch_frame(const struct ursa__thread *t) {
 #endif
 }
 
-/* Makes the BLOCKED thread t READY with wake result res and removes its timer.  t must already be
- * off every wait queue (taken by ursa__q_take).  Never switches.  One VP: t goes to the tail of
- * the run queue.  Several VPs: t runs on the waker's VP unless it is pinned (see vp.c). */
-/* Several VPs: make t READY where it belongs (src/sched/vp.c); self is the waker's VP. */
-URSA_HIDDEN void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res);
+/* Wakes the waiter w with wake result res; w must already be off every wait queue (taken by
+ * ursa__q_take).  Never switches.  A thread's waiter: the BLOCKED thread becomes READY and its
+ * timer is removed; one VP: at the tail of the run queue; several VPs: on the waker's VP unless it
+ * is pinned (see vp.c).  A call waiter: its wake function runs here, on the waker's VP.
+ * Several VPs, all but the inline hand-off (src/sched/vp.c); self is the waker's VP. */
+URSA_HIDDEN void ursa__smp_wake(struct ursa__vp *self, struct ursa__waiter *w, int res);
 /* One VP, t without a timer: READY at the tail of the run queue. */
 static inline void ursa__wake_ready(struct ursa__thread *t, int res) {
-  t->wake_result = res;
+  URSA_ASSERT(t->state == URSA__BLOCKED);
+  t->w.wake_result = res;
   ursa__set_state(t, URSA__READY);                    /* wait_kind is read only while BLOCKED */
   ursa__runq_push(t->vp, t);
 }
-/* One VP, the rare cases: t has a timer (cancelled first), or URSA_TRACE records the wake-up.
- * One out-of-line call for both keeps callers frameless (with two, GCC gave sem_post a frame). */
-URSA_HIDDEN void ursa__wake_slow(struct ursa__thread *t, int res);
+/* One VP, the rare cases: a thread with a timer (cancelled first), a call waiter, or URSA_TRACE
+ * records the wake-up.  One out-of-line call for all keeps callers frameless (with two, GCC gave
+ * sem_post a frame). */
+URSA_HIDDEN void ursa__wake_slow(struct ursa__waiter *w, int res);
 /* Several VPs: whether t, made READY by a thread of self, takes the common hand-off: t is unpinned
  * and goes to the front of self's Protect Queue, which is empty (ring, next and overflow list), so
  * it is below what any policy keeps (ursa__pol_keep >= 1) and no shared structure is involved.
@@ -282,32 +292,65 @@ static inline void ursa__smp_handoff(struct ursa__vp *self, struct ursa__thread 
   t->in_extra = 0;
   self->runq.next = t;                       /* ursa__runq_push into an empty queue */
 }
-static inline void ursa__wake_m(int mode, struct ursa__thread *t, int res) {
-  URSA_ASSERT(t->state == URSA__BLOCKED);
+/* Several VPs, the common wake inline: the thread t (no timer to cancel: the caller holds the lock
+ * t waited under, so timer_vp is stable) takes the hand-off when nothing is traced.  False when
+ * ursa__smp_wake must decide. */
+static inline bool ursa__smp_wake_fast(struct ursa__vp *self, struct ursa__thread *t, int res) {
+  URSA_ASSERT(t->state == URSA__BLOCKED && t->timer_vp == NULL);
+  if (ursa_likely(ursa__smp_handoff_ok(self, t)) && !URSA__TRACING()) {
+    t->w.wake_result = res;
+    ursa__set_state(t, URSA__READY);
+    ursa__smp_handoff(self, t);
+    return true;
+  }
+  return false;
+}
+static inline void ursa__wake_m(int mode, struct ursa__waiter *w, int res) {
   if (mode == URSA__SMPMODE) {               /* several VPs: src/sched decides where t runs */
     struct ursa__vp *self = ursa__tls_vp;
-    /* the common case inline: no timer to cancel (the caller holds the lock t waited under, so
-     * timer_vp is stable), not a wait shell, not traced, the hand-off */
-    if (ursa_likely(t->timer_vp == NULL && !t->is_shell && ursa__smp_handoff_ok(self, t)) &&
-        !URSA__TRACING()) {
-      t->wake_result = res;
-      ursa__set_state(t, URSA__READY);
-      ursa__smp_handoff(self, t);
+    if (ursa_likely(!ursa__waiter_is_call(w)) && ursa_likely(ursa__thread_of(w)->timer_vp == NULL) &&
+        ursa__smp_wake_fast(self, ursa__thread_of(w), res))
       return;
+    ursa__smp_wake(self, w, res);
+    return;
+  }
+  /* one VP: heap_idx is 0 for a thread without a timer, URSA__WAITER_CALL for a call waiter */
+  if (ursa_unlikely(w->heap_idx != 0) || (mode != URSA__FAST && URSA__TRACING())) {
+    ursa__wake_slow(w, res);
+    return;
+  }
+  ursa__wake_ready(ursa__thread_of(w), res);
+}
+/* ursa__q_take_m and ursa__wake_m in one, for the hottest waker (a semaphore's post): each test of
+ * a waiter is made once.  True when a waiter of q was woken. */
+static inline bool ursa__q_wake_first_m(int mode, struct ursa__waitq *q, int res) {
+  struct ursa__waiter *w;
+  if (mode != URSA__SMPMODE) {
+    if ((w = ursa__q_pop(q)) == NULL) return false;
+    ursa__wake_m(mode, w, res);
+    return true;
+  }
+  while ((w = ursa__q_pop(q)) != NULL) {
+    struct ursa__thread *t;
+    if (ursa_unlikely(ursa__waiter_is_call(w))) break;
+    t = ursa__thread_of(w);
+    if (ursa_likely(t->timer_vp == NULL)) {
+      if (ursa__smp_wake_fast(ursa__tls_vp, t, res)) return true;
+      break;
     }
-    ursa__smp_wake(self, t, res);
-    return;
+    if (ursa__claim_for_waker(t)) break;     /* else its timer owns it: pass it over */
   }
-  if (ursa_unlikely(t->heap_idx != 0) || (mode != URSA__FAST && URSA__TRACING())) {
-    ursa__wake_slow(t, res);
-    return;
-  }
-  ursa__wake_ready(t, res);
+  if (w == NULL) return false;
+  ursa__smp_wake(ursa__tls_vp, w, res);
+  return true;
 }
-static inline void ursa__wake(struct ursa__thread *t, int res) {
-  if (ursa_unlikely(t->vp->mode == URSA__SMPMODE)) ursa__wake_m(URSA__SMPMODE, t, res);
-  else ursa__wake_m(URSA__CHECKED, t, res);
+/* The same, in the mode of vp, the waker's VP (every VP of a runtime has several-VP mode or none). */
+static inline void ursa__wake(const struct ursa__vp *vp, struct ursa__waiter *w, int res) {
+  if (ursa_unlikely(vp->mode == URSA__SMPMODE)) ursa__wake_m(URSA__SMPMODE, w, res);
+  else ursa__wake_m(URSA__CHECKED, w, res);
 }
+/* A thread's wake, for the scheduler's own waits (a joiner, an executor): t's mode. */
+static inline void ursa__wake_thread(struct ursa__thread *t, int res) { ursa__wake(t->vp, &t->w, res); }
 
 /* Waits until t's on-CPU byte is 0 (its last switch saved it): spins, yielding to the kernel
  * after a while.  Then t's stack and descriptor are free for the caller.  Several VPs only. */
@@ -321,7 +364,7 @@ static inline bool ursa__oncpu(struct ursa__thread *t) {
 }
 URSA_HIDDEN void ursa__oncpu_wait(struct ursa__thread *t);
 
-/* Wakes every thread of q in order. */
+/* Wakes every waiter of q in order. */
 URSA_HIDDEN void ursa__wake_all(const struct ursa__vp *vp, struct ursa__waitq *q, int res);
 
 /* The entry of every new thread's context (runs fn, then finishes the thread). */
@@ -359,34 +402,6 @@ URSA_HIDDEN void ursa__region_leave(struct ursa__region *r);
 URSA_HIDDEN void ursa__thread_foreach(void (*fn)(struct ursa__thread *, void *), void *arg);
 URSA_HIDDEN int  ursa__threads_init(void);
 URSA_HIDDEN void ursa__threads_fini(void);
-
-/* ---- wait shells (src/pt/pt_sched.c) ------------------------------------------------------------
- * A stackless thread (include/ursa/pt_sched.h) that waits on an object of the core borrows a
- * "shell": a struct ursa__thread without a stack, never in the handle table, queued where a
- * blocked thread would be (a wait queue, a joiner field) for the duration of that one wait.  Its
- * heap_idx is URSA__HEAP_SHELL, so the one-VP wake takes its existing slow branch
- * (ursa__wake_m: heap_idx != 0) and ursa__wake_slow calls the shell's shell_wake (set by src/pt:
- * it makes the stackless thread ready on its executor, taking only the executor's lock, a leaf
- * like an inbox lock) instead of using a run queue; with several VPs ursa__smp_wake does the same
- * on is_shell (a thread's heap_idx may be changing there, under another VP's timer lock).
- * Nothing else of the scheduler runs a shell. */
-#define URSA__HEAP_SHELL UINT32_MAX
-/* ursa_join for a shell (thread.c): 0 when t had finished (released here), 1 when shell is now
- * t's joiner (woken when t finishes; the executor then calls ursa__join_async_done), -EINVAL or
- * -EDEADLK as ursa_join.  Never blocks. */
-URSA_HIDDEN int  ursa__join_async(struct ursa__vp *vp, struct ursa__thread *t, struct ursa__thread *shell);
-URSA_HIDDEN void ursa__join_async_done(struct ursa__vp *vp, struct ursa__thread *t);
-/* ursa_sem_wait for a shell (sem.c): 0 when a unit was taken, 1 when shell is queued (a post hands
- * it a unit and wakes it), -EINVAL for a bad semaphore.  Never blocks. */
-URSA_HIDDEN int  ursa__sem_wait_async(ursa_sem_t *s, struct ursa__thread *shell);
-/* The same for the cells (cells.c): ivar get, mvar put and take; 0 done now, 1 queued, -EINVAL.
- * A woken ivar shell reads the value with ursa__ivar_value(wait_obj); a woken mvar taker finds it
- * in shell->wait_data. */
-URSA_HIDDEN int   ursa__ivar_get_async(ursa_ivar_t *v, struct ursa__thread *shell, void **value);
-URSA_HIDDEN void *ursa__ivar_value(void *ivar);
-URSA_HIDDEN int   ursa__mvar_put_async(ursa_mvar_t *v, struct ursa__thread *shell, void *value);
-URSA_HIDDEN int   ursa__mvar_take_async(ursa_mvar_t *v, struct ursa__thread *shell, void **value);
-
 
 /* Sets vp->mode from what is known of the VP (core/vp.h says what each mode means). */
 URSA_HIDDEN void ursa__vp_mode_set(struct ursa__vp *vp);

@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "sched_smp.h"
+#include "waiter.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -352,7 +353,7 @@ static URSA__ALWAYS_INLINE int create_(struct ursa__vp *vp, ursa_thread_t *out, 
    * need no store: own_stack = 0, heap_idx = 0 (no timer outlives a wait), keys = NULL (released).
    * Nor does what belongs to the stack, not the thread: stack_lo, stack_size, the TSan fiber.
    * wake_result, wait_kind and wait_obj are read only while BLOCKED, result only when ZOMBIE. */
-  URSA_ASSERT(!t->own_stack && t->heap_idx == 0 && t->keys == NULL);
+  URSA_ASSERT(!t->own_stack && t->w.heap_idx == 0 && t->keys == NULL);
   __atomic_store_n(&slot_at(idx)->t, t, __ATOMIC_RELAXED);   /* (foreach reads it from any VP) */
   t->handle = slot_handle(idx);
   t->vp = vp;
@@ -411,28 +412,46 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   return create_(vp, out, a, fn, arg, false);
 }
 
-static URSA__ALWAYS_INLINE int join_(struct ursa__vp *vp, struct ursa__thread *t, void **result, const int mode) {
-  const bool smp = mode == URSA__SMPMODE;
-  struct ursa__thread *cur = vp->cur;
-  if (t == cur) return -EDEADLK;
+/* The one join, for the caller's thread (ursa_join) and for a call waiter (ursa__join_waiter):
+ * checks t and makes w its joiner.  0: t had finished (the caller collects it with join_end),
+ * 1: w is t's joiner now and t's lock is still held (several VPs), or an error.  by_thread: w is
+ * the joining thread's, which a cycle of two joins would block (a call waiter blocks none). */
+static URSA__ALWAYS_INLINE int join_begin(struct ursa__thread *t, struct ursa__waiter *w,
+                                          const bool by_thread, const bool smp) {
   ursa__lock_if(smp, &t->lock);
   if (t->detached || t->joiner) { ursa__unlock_if(smp, &t->lock); return -EINVAL; }
-  if (ursa__get_state(t) == URSA__BLOCKED &&
+  if (by_thread && ursa__get_state(t) == URSA__BLOCKED &&
       __atomic_load_n(&t->wait_kind, __ATOMIC_RELAXED) == URSA__W_JOIN &&
-      __atomic_load_n(&t->wait_obj, __ATOMIC_RELAXED) == cur) {   /* t joins us: a cycle */
+      __atomic_load_n(&t->w.wait_obj, __ATOMIC_RELAXED) == ursa__thread_of(w)) {   /* t joins us: a cycle */
     ursa__unlock_if(smp, &t->lock);
     return -EDEADLK;
   }
   if (ursa__get_state(t) != URSA__ZOMBIE) {
-    t->joiner = cur;
-    ursa__block_m(mode, vp, URSA__W_JOIN, t, &t->lock, 0);
-    vp = smp ? ursa__vp_current() : ursa__tls_vp;
-  } else {
-    ursa__unlock_if(smp, &t->lock);
+    t->joiner = w;
+    return 1;
   }
+  ursa__unlock_if(smp, &t->lock);
+  return 0;
+}
+
+/* The end of a join: t has finished; its result, then its handle and stack are released. */
+static URSA__ALWAYS_INLINE void join_end(struct ursa__vp *vp, struct ursa__thread *t, void **result, const bool smp) {
   if (smp) ursa__oncpu_wait(t);                     /* its VP may still be switching away */
   if (result) *result = t->result;
   ursa__thread_release(vp, t);
+}
+
+static URSA__ALWAYS_INLINE int join_(struct ursa__vp *vp, struct ursa__thread *t, void **result, const int mode) {
+  const bool smp = mode == URSA__SMPMODE;
+  struct ursa__thread *cur = vp->cur;
+  int r;
+  if (t == cur) return -EDEADLK;
+  if ((r = join_begin(t, &cur->w, true, smp)) < 0) return r;
+  if (r) {
+    ursa__block_m(mode, vp, URSA__W_JOIN, t, &t->lock, 0);
+    vp = smp ? ursa__vp_current() : ursa__tls_vp;
+  }
+  join_end(vp, t, result, smp);
   return 0;
 }
 
@@ -450,28 +469,23 @@ int ursa_join(ursa_thread_t h, void **result) {
   return join_(vp, t, result, URSA__FAST);
 }
 
-/* join_ for a wait shell (src/sched/sched.h): the same checks and hand-over, but nothing blocks; the
- * executor of the shell's stackless thread releases t once the shell is woken. */
-int ursa__join_async(struct ursa__vp *vp, struct ursa__thread *t, struct ursa__thread *shell) {
-  const bool smp = (vp->mode == URSA__SMPMODE);
-  ursa__lock_if(smp, &t->lock);
-  if (t->detached || t->joiner) { ursa__unlock_if(smp, &t->lock); return -EINVAL; }
-  if (ursa__get_state(t) != URSA__ZOMBIE) {
-    ursa__set_state(shell, URSA__BLOCKED);             /* before t can see it: t's lock orders it */
-    shell->wait_kind = URSA__W_JOIN;
-    shell->wait_obj = t;
-    t->joiner = shell;
-    ursa__unlock_if(smp, &t->lock);
-    return 1;
-  }
-  ursa__unlock_if(smp, &t->lock);
-  ursa__join_async_done(vp, t);
-  return 0;
+/* The waiter interface (waiter.h): the join of a call waiter. */
+int ursa__join_waiter(ursa_thread_t h, struct ursa__waiter_call *c) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  const bool smp = vp->mode == URSA__SMPMODE;
+  struct ursa__thread *t = ursa__thread_get(h);
+  int r;
+  if (t == NULL) return -ESRCH;
+  if (t == vp->cur) return -EDEADLK;
+  c->w.wait_obj = t;
+  if ((r = join_begin(t, &c->w, false, smp)) == 1) ursa__unlock_if(smp, &t->lock);
+  else if (r == 0) join_end(vp, t, NULL, smp);
+  return r;
 }
 
-void ursa__join_async_done(struct ursa__vp *vp, struct ursa__thread *t) {
-  if (vp->mode == URSA__SMPMODE) ursa__oncpu_wait(t);                  /* its VP may still be switching away */
-  ursa__thread_release(vp, t);
+void ursa__join_waiter_end(struct ursa__waiter_call *c) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  join_end(vp, c->w.wait_obj, NULL, vp->mode == URSA__SMPMODE);
 }
 
 int ursa_detach(ursa_thread_t h) {

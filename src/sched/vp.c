@@ -56,7 +56,7 @@
  * that VP's tlock) and in the object's wait queue (guarded by the object's lock).  Its waker and
  * its timer race; the winner is the one that exchanges t->claim from 0 to 1 first:
  *   - a waker (holding the object's lock, t just popped): exchange wins -> it cancels the timer
- *     under tlock, then makes t READY; exchange loses -> it sets t->waitq = NULL (t is off the
+ *     under tlock, then makes t READY; exchange loses -> it sets t->w.waitq = NULL (t is off the
  *     queue now) and passes t over (ursa__q_take).
  *   - the timer (holding tlock, t just removed from the heap): exchange wins -> after dropping
  *     tlock it takes the object's lock, removes t from the queue if still there, and makes t READY
@@ -149,8 +149,8 @@ static inline uint32_t pq_len(const struct ursa__vp *vp) {
 static URSA_NOINLINE void pq_push_extra(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__runq *q = &vp->runq;
   t->in_extra = 1;
-  t->qnext = NULL;
-  if (q->xtail) q->xtail->qnext = t; else q->xhead = t;
+  t->w.next = NULL;
+  if (q->xtail) q->xtail->w.next = t; else q->xhead = t;
   q->xtail = t;
   q->xlen++;
 }
@@ -169,7 +169,7 @@ static inline void pq_push(struct ursa__vp *vp, struct ursa__thread *t) {
 static URSA_NOINLINE struct ursa__thread *pq_pop_extra(struct ursa__vp *vp) {
   struct ursa__runq *q = &vp->runq;
   struct ursa__thread *t = q->xhead;
-  q->xhead = t->qnext;
+  q->xhead = t->w.next;
   if (q->xhead == NULL) q->xtail = NULL;
   q->xlen--;
   return t;
@@ -188,9 +188,9 @@ uint32_t ursa__pq_len(const struct ursa__vp *vp) { return pq_len(vp); }
 
 static void inbox_push(struct ursa__vp *v, struct ursa__thread *t) {
   struct ursa__smp *x = v->x;
-  t->qnext = NULL;
+  t->w.next = NULL;
   ursa__spin_lock(&x->inbox_lock);
-  if (x->inbox_tail) x->inbox_tail->qnext = t; else x->inbox_head = t;
+  if (x->inbox_tail) x->inbox_tail->w.next = t; else x->inbox_head = t;
   x->inbox_tail = t;
   __atomic_store_n(&x->inbox_n, x->inbox_n + 1, __ATOMIC_RELAXED);  /* the lock orders the list */
   ursa__spin_unlock(&x->inbox_lock);
@@ -209,7 +209,7 @@ static URSA_NOINLINE void inbox_drain(struct ursa__vp *vp) {
   __atomic_store_n(&x->inbox_n, 0u, __ATOMIC_RELEASE);   /* pairs with the acquire in smp_place */
   ursa__spin_unlock(&x->inbox_lock);
   while (t) {
-    struct ursa__thread *n = t->qnext;
+    struct ursa__thread *n = t->w.next;
     vp->stats.migrations++;
     ursa__smp_ready(vp, t, vp);
     t = n;
@@ -272,8 +272,8 @@ static void chaos_shuffle(struct ursa__vp *vp) {
   b = q->buf[(q->head + k) & q->mask];
   q->buf[q->head & q->mask] = b;
   q->buf[(q->head + k) & q->mask] = a;
-  b->rq_pos = q->head;
-  a->rq_pos = q->head + k;
+  b->w.rq_pos = q->head;
+  a->w.rq_pos = q->head + k;
 }
 #else
 #  define chaos_where(self, t) (self)
@@ -423,7 +423,7 @@ int ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock
   struct ursa__thread *cur = vp->cur, *next;
   ursa__set_state(cur, URSA__BLOCKED);
   __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);   /* read by ursa_dump */
-  __atomic_store_n(&cur->wait_obj, obj, __ATOMIC_RELAXED);
+  __atomic_store_n(&cur->w.wait_obj, obj, __ATOMIC_RELAXED);
   cur->wait_lock = lock;
   vp->stats.blocks++;
   if (lock) ursa__spin_unlock(lock);
@@ -437,13 +437,13 @@ int ursa__smp_yield(struct ursa__vp *vp) {
   next = pick(vp, cur->region);
   if (next == NULL) return 0;                          /* nothing else to run here: go on */
   ursa__set_state(cur, URSA__READY);
-  cur->wake_result = 0;
+  cur->w.wake_result = 0;
   ursa__smp_ready(vp, cur, chaos_where(vp, cur));
   return switch_to(vp, cur, next);
 }
 
 void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *result) {
-  struct ursa__thread *joiner;
+  struct ursa__waiter *joiner;
   uint8_t detached;
   cur->result = result;
   ursa__spin_lock(&cur->lock);                         /* against join and detach on other VPs */
@@ -470,7 +470,7 @@ void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *resul
 
 bool ursa__claim_for_waker(struct ursa__thread *t) {
   if (__atomic_exchange_n(&t->claim, 1, __ATOMIC_ACQ_REL) == 0) return true;
-  t->waitq = NULL;                                     /* its timer owns it: tell it t is off q */
+  t->w.waitq = NULL;                                     /* its timer owns it: tell it t is off q */
   return false;
 }
 
@@ -478,11 +478,11 @@ static inline void smp_wake(struct ursa__vp *self, struct ursa__thread *t, int r
   struct ursa__vp *tv = t->timer_vp;
   if (tv) {                                            /* we won the claim: cancel the timer */
     ursa__spin_lock(&tv->tlock);
-    if (t->heap_idx) ursa__timer_cancel(tv, t);
+    if (t->w.heap_idx) ursa__timer_cancel(tv, t);
     ursa__spin_unlock(&tv->tlock);
     t->timer_vp = NULL;
   }
-  t->wake_result = res;
+  t->w.wake_result = res;
   ursa__set_state(t, URSA__READY);
   ready(self, t, chaos_where(self, t));
 }
@@ -495,9 +495,13 @@ static URSA_NOINLINE void smp_wake_traced(struct ursa__vp *self, struct ursa__th
   smp_wake(self, t, res);
 }
 
-void ursa__smp_wake(struct ursa__vp *self, struct ursa__thread *t, int res) {
-  /* a wait shell (src/pt/): is_shell, not heap_idx, which a timer on another VP may be clearing */
-  if (ursa_unlikely(t->is_shell)) { t->shell_wake(t, res); return; }
+void ursa__smp_wake(struct ursa__vp *self, struct ursa__waiter *w, int res) {
+  struct ursa__thread *t;
+  if (ursa_unlikely(ursa__waiter_is_call(w))) {      /* a call waiter (core/thread.h) */
+    ursa__waiter_call_of(w)->wake(ursa__waiter_call_of(w), res);
+    return;
+  }
+  t = ursa__thread_of(w);
   if (URSA__TRACING()) { smp_wake_traced(self, t, res); return; }
   smp_wake(self, t, res);
 }
@@ -517,9 +521,9 @@ void ursa__smp_timers_fire(struct ursa__vp *vp, uint64_t now) {
     ursa__spin_unlock(&vp->tlock);
     if (!won) continue;                                /* a waker makes it READY */
     if (t->wait_lock) ursa__spin_lock(t->wait_lock);
-    if (t->waitq) {                                    /* still queued: leave the object */
-      ursa__q_remove(t->waitq, t);
-      t->waitq = NULL;
+    if (t->w.waitq) {                                    /* still queued: leave the object */
+      ursa__q_remove(t->w.waitq, &t->w);
+      t->w.waitq = NULL;
     }
     if (t->wait_lock) ursa__spin_unlock(t->wait_lock);
     vp->stats.timers++;
@@ -528,7 +532,7 @@ void ursa__smp_timers_fire(struct ursa__vp *vp, uint64_t now) {
       ursa__trace_wake(vp, t, (home ? home : vp)->index, -ETIMEDOUT);
     }
     t->timer_vp = NULL;
-    t->wake_result = -ETIMEDOUT;
+    t->w.wake_result = -ETIMEDOUT;
     ursa__set_state(t, URSA__READY);
     ursa__smp_ready(vp, t, vp);
   }
@@ -558,7 +562,7 @@ static void run_from_idle(struct ursa__vp *vp, struct ursa__thread *t) {
   URSA_ASSERT(ursa__get_state(t) == URSA__READY);
   mark_on_cpu(t);
   ursa__switch_prepare(vp, idle, t);
-  ursa__ctx_switch(&idle->ctx, &t->ctx, t->wake_result);
+  ursa__ctx_switch(idle, t, t->w.wake_result);
 #if URSA_ASAN
   __sanitizer_finish_switch_fiber(idle->asan_fake, NULL, NULL);
 #endif

@@ -51,7 +51,7 @@ int ursa_barrier_wait(ursa_barrier_t *b) {
     ursa__ounlock(vp, &x->lock);
     return URSA_BARRIER_SERIAL_THREAD;
   }
-  ursa__q_push(&x->q, vp->cur);
+  ursa__q_push(&x->q, &vp->cur->w);
   ursa__block(vp, URSA__W_BARRIER, x, &x->lock, 0);
   return 0;
 }

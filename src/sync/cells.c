@@ -9,10 +9,14 @@
  * each completed put is taken exactly once, FIFO on both sides.  Hand-off keeps it that way
  * without retries: a put that finds a waiting taker gives the value straight to it (the cell stays
  * empty); a take that empties a cell with a waiting putter refills it with that putter's value
- * (the cell stays full).  A waiting thread's value travels in its wait_data field.
+ * (the cell stays full).  A waiting putter's or taker's value travels in its waiter's data
+ * (ursa__waiter_data: a thread's wait_data, a call waiter's data).
+ * Each wait is one "take or queue" step shared by the blocking call and the waiter interface
+ * (waiter.h), which queues a call waiter in the place of the calling thread.
  * Executed only by ursa threads.
  */
 #include "sync.h"
+#include "waiter.h"
 
 #define URSA__IVAR_MAGIC 0x49565231u
 #define URSA__MVAR_MAGIC 0x4d565231u
@@ -75,44 +79,48 @@ int ursa_ivar_put(ursa_ivar_t *v, void *value) {
   return 0;
 }
 
-int ursa_ivar_get(ursa_ivar_t *v, void **value) {
-  IVAR_OR_RETURN(x, v);
-  URSA_VP_OR_RETURN(vp);
-  if (value == NULL) return -EINVAL;
-  ursa__olock(vp, &x->lock);
-  if (!x->full) {
-    ursa__q_push(&x->q, vp->cur);
-    ursa__block(vp, URSA__W_IVAR, x, &x->lock, 0);
-    vp = URSA__VP_AFTER_SWITCH();
-    ursa__olock(vp, &x->lock);
-  }
-  *value = x->value;
-  ursa__ounlock(vp, &x->lock);
-  return 0;
-}
-
-/* ursa_ivar_get for a wait shell (src/sched/sched.h): 0 with *value when written, 1 when the shell is
- * queued (the put wakes it; the value is then read with ursa__ivar_value).  Never blocks. */
-int ursa__ivar_get_async(ursa_ivar_t *v, struct ursa__thread *shell, void **value) {
-  struct ursa__vp *vp = ursa__tls_vp;
-  IVAR_OR_RETURN(x, v);
+/* The one get (ursa_ivar_get, ursa__ivar_get_waiter): 0 with *value when written, or 1 with w
+ * queued and x's lock still held (the put wakes every reader). */
+static int ivar_get_or_queue(struct ursa__vp *vp, struct ursa__ivar *x, struct ursa__waiter *w, void **value) {
   ursa__olock(vp, &x->lock);
   if (x->full) {
     *value = x->value;
     ursa__ounlock(vp, &x->lock);
     return 0;
   }
-  ursa__set_state(shell, URSA__BLOCKED);
-  shell->wait_kind = URSA__W_IVAR;
-  shell->wait_obj = x;
-  ursa__q_push(&x->q, shell);
-  ursa__ounlock(vp, &x->lock);
+  ursa__q_push(&x->q, w);
   return 1;
 }
 
-/* The value of a written I-structure (it never changes again: no lock; the wake-up that says it
- * was written orders the put's stores before this read). */
-void *ursa__ivar_value(void *ivar) { return ((struct ursa__ivar *)ivar)->value; }
+int ursa_ivar_get(ursa_ivar_t *v, void **value) {
+  IVAR_OR_RETURN(x, v);
+  URSA_VP_OR_RETURN(vp);
+  if (value == NULL) return -EINVAL;
+  if (ivar_get_or_queue(vp, x, &vp->cur->w, value) == 0) return 0;
+  ursa__block(vp, URSA__W_IVAR, x, &x->lock, 0);
+  vp = URSA__VP_AFTER_SWITCH();
+  ursa__olock(vp, &x->lock);
+  *value = x->value;
+  ursa__ounlock(vp, &x->lock);
+  return 0;
+}
+
+/* The waiter interface (waiter.h). */
+int ursa__ivar_get_waiter(ursa_ivar_t *v, struct ursa__waiter_call *c, void **value) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  int r;
+  IVAR_OR_RETURN(x, v);
+  if (value == NULL) return -EINVAL;
+  c->w.wait_obj = x;
+  if ((r = ivar_get_or_queue(vp, x, &c->w, value)) == 1) ursa__ounlock(vp, &x->lock);
+  return r;
+}
+
+/* The value of the I-structure a woken call waiter waited on.  It never changes again: no lock;
+ * the wake-up that says it was written orders the put's stores before this read. */
+void *ursa__ivar_get_end(struct ursa__waiter_call *c) {
+  return ((struct ursa__ivar *)c->w.wait_obj)->value;
+}
 
 int ursa_ivar_tryget(ursa_ivar_t *v, void **value) {
   if (ursa__tls_vp == NULL) return ursa__novp();
@@ -154,10 +162,10 @@ int ursa_mvar_destroy(ursa_mvar_t *v) {
 
 /* Fills the empty cell, or hands value to the first waiting taker. */
 static void mvar_fill(const struct ursa__vp *vp, struct ursa__mvar *x, void *value) {
-  struct ursa__thread *t = ursa__q_take(vp, &x->takers);
+  struct ursa__waiter *t = ursa__q_take(vp, &x->takers);
   if (t) {
-    t->wait_data = value;
-    ursa__wake(t, 0);
+    *ursa__waiter_data(t) = value;
+    ursa__wake(vp, t, 0);
   } else {
     x->value = value;
     x->full = 1;
@@ -166,70 +174,53 @@ static void mvar_fill(const struct ursa__vp *vp, struct ursa__mvar *x, void *val
 
 /* Empties the full cell into *value, refilling it from the first waiting putter. */
 static void mvar_drain(const struct ursa__vp *vp, struct ursa__mvar *x, void **value) {
-  struct ursa__thread *p = ursa__q_take(vp, &x->putters);
+  struct ursa__waiter *p = ursa__q_take(vp, &x->putters);
   *value = x->value;
   if (p) {
-    x->value = p->wait_data;
-    ursa__wake(p, 0);
+    x->value = *ursa__waiter_data(p);
+    ursa__wake(vp, p, 0);
   } else {
     x->value = NULL;
     x->full = 0;
   }
 }
 
-int ursa_mvar_put(ursa_mvar_t *v, void *value) {
-  MVAR_OR_RETURN(x, v);
-  URSA_VP_OR_RETURN(vp);
-  ursa__olock(vp, &x->lock);
-  if (!x->full) {
-    mvar_fill(vp, x, value);
-    ursa__ounlock(vp, &x->lock);
-    ursa__preempt_point(vp);
-    return 0;
-  }
-  vp->cur->wait_data = value;
-  ursa__q_push(&x->putters, vp->cur);
-  ursa__block(vp, URSA__W_MVAR_PUT, x, &x->lock, 0);  /* a take moved our value into the cell */
-  return 0;
-}
-
-/* ursa_mvar_put for a wait shell: 0 when the value went in (or to a taker), 1 when the shell is
- * queued with it (a take moves it into the cell and wakes the shell).  Never blocks. */
-int ursa__mvar_put_async(ursa_mvar_t *v, struct ursa__thread *shell, void *value) {
-  struct ursa__vp *vp = ursa__tls_vp;
-  MVAR_OR_RETURN(x, v);
+/* The one put (ursa_mvar_put, ursa__mvar_put_waiter): 0 when the value went in or to a taker, or
+ * 1 with w queued holding it and x's lock still held (a take moves it into the cell). */
+static int mvar_put_or_queue(struct ursa__vp *vp, struct ursa__mvar *x, struct ursa__waiter *w, void *value) {
   ursa__olock(vp, &x->lock);
   if (!x->full) {
     mvar_fill(vp, x, value);
     ursa__ounlock(vp, &x->lock);
     return 0;
   }
-  ursa__set_state(shell, URSA__BLOCKED);
-  shell->wait_kind = URSA__W_MVAR_PUT;
-  shell->wait_obj = x;
-  shell->wait_data = value;
-  ursa__q_push(&x->putters, shell);
-  ursa__ounlock(vp, &x->lock);
+  *ursa__waiter_data(w) = value;
+  ursa__q_push(&x->putters, w);
   return 1;
 }
 
-/* ursa_mvar_take for a wait shell: 0 with *value when the cell was full, 1 when the shell is queued
- * (a put hands it the value in shell->wait_data and wakes it).  Never blocks. */
-int ursa__mvar_take_async(ursa_mvar_t *v, struct ursa__thread *shell, void **value) {
-  struct ursa__vp *vp = ursa__tls_vp;
-  MVAR_OR_RETURN(x, v);
+/* The one take: 0 with *value when the cell was full, or 1 with w queued and x's lock still held
+ * (a put hands the value over in w's data). */
+static int mvar_take_or_queue(struct ursa__vp *vp, struct ursa__mvar *x, struct ursa__waiter *w, void **value) {
   ursa__olock(vp, &x->lock);
   if (x->full) {
     mvar_drain(vp, x, value);
     ursa__ounlock(vp, &x->lock);
     return 0;
   }
-  ursa__set_state(shell, URSA__BLOCKED);
-  shell->wait_kind = URSA__W_MVAR_TAKE;
-  shell->wait_obj = x;
-  ursa__q_push(&x->takers, shell);
-  ursa__ounlock(vp, &x->lock);
+  ursa__q_push(&x->takers, w);
   return 1;
+}
+
+int ursa_mvar_put(ursa_mvar_t *v, void *value) {
+  MVAR_OR_RETURN(x, v);
+  URSA_VP_OR_RETURN(vp);
+  if (mvar_put_or_queue(vp, x, &vp->cur->w, value) == 0) {
+    ursa__preempt_point(vp);
+    return 0;
+  }
+  ursa__block(vp, URSA__W_MVAR_PUT, x, &x->lock, 0);  /* a take moved our value into the cell */
+  return 0;
 }
 
 int ursa_mvar_tryput(ursa_mvar_t *v, void *value) {
@@ -247,17 +238,31 @@ int ursa_mvar_take(ursa_mvar_t *v, void **value) {
   MVAR_OR_RETURN(x, v);
   URSA_VP_OR_RETURN(vp);
   if (value == NULL) return -EINVAL;
-  ursa__olock(vp, &x->lock);
-  if (x->full) {
-    mvar_drain(vp, x, value);
-    ursa__ounlock(vp, &x->lock);
-    return 0;
-  }
   cur = vp->cur;
-  ursa__q_push(&x->takers, cur);
+  if (mvar_take_or_queue(vp, x, &cur->w, value) == 0) return 0;
   ursa__block(vp, URSA__W_MVAR_TAKE, x, &x->lock, 0);
   *value = cur->wait_data;                  /* handed over by the put */
   return 0;
+}
+
+/* The waiter interface (waiter.h). */
+int ursa__mvar_put_waiter(ursa_mvar_t *v, struct ursa__waiter_call *c, void *value) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  int r;
+  MVAR_OR_RETURN(x, v);
+  c->w.wait_obj = x;
+  if ((r = mvar_put_or_queue(vp, x, &c->w, value)) == 1) ursa__ounlock(vp, &x->lock);
+  return r;
+}
+
+int ursa__mvar_take_waiter(ursa_mvar_t *v, struct ursa__waiter_call *c, void **value) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  int r;
+  MVAR_OR_RETURN(x, v);
+  if (value == NULL) return -EINVAL;
+  c->w.wait_obj = x;
+  if ((r = mvar_take_or_queue(vp, x, &c->w, value)) == 1) ursa__ounlock(vp, &x->lock);
+  return r;
 }
 
 int ursa_mvar_trytake(ursa_mvar_t *v, void **value) {

@@ -96,7 +96,7 @@ static int mutex_lock(struct ursa__mutex *x, struct ursa__vp *vp, bool try, uint
     if (x->type == URSA_MUTEX_ERRORCHECK && !try) { r = -EDEADLK; goto out; }
   }
   if (try) { r = -EBUSY; goto out; }                   /* held, also by the caller (POSIX) */
-  ursa__q_push(&x->q, cur);
+  ursa__q_push(&x->q, &cur->w);
   return ursa__block(vp, URSA__W_MUTEX, x, &x->lock, deadline);  /* 0: we own it now */
 out:
   ursa__ounlock(vp, &x->lock);
@@ -106,12 +106,12 @@ out:
 /* Releases x completely (any recursion count is dropped) and hands it to the first waiter.
  * The caller holds x's lock. */
 static void mutex_release(const struct ursa__vp *vp, struct ursa__mutex *x) {
-  struct ursa__thread *t;
+  struct ursa__waiter *w;                    /* a thread's: a mutex has no call waiters */
   URSA_ASSERT(vp->mode != URSA__SMPMODE || ursa__spin_held(&x->lock));
-  t = ursa__q_take(vp, &x->q);
+  w = ursa__q_take(vp, &x->q);
   x->count = 0;
-  owner_set(x, t);
-  if (t) ursa__wake(t, 0);
+  owner_set(x, w ? ursa__thread_of(w) : NULL);
+  if (w) ursa__wake(vp, w, 0);
 }
 
 int ursa_mutex_lock(ursa_mutex_t *m) {
@@ -199,7 +199,7 @@ static int cond_wait(ursa_cond_t *c, ursa_mutex_t *m, uint64_t deadline) {
   /* Queue on the condition before the mutex is released, so a signal sent by the next owner
    * finds us: the condition's lock is held across the release (order: cond lock, mutex lock). */
   ursa__olock(vp, &x->lock);
-  ursa__q_push(&x->q, vp->cur);
+  ursa__q_push(&x->q, &vp->cur->w);
   ursa__olock(vp, &mx->lock);
   count = mx->count;
   mutex_release(vp, mx);
@@ -221,11 +221,11 @@ int ursa_cond_timedwait(ursa_cond_t *c, ursa_mutex_t *m, int clock, const struct
 
 int ursa_cond_signal(ursa_cond_t *c) {
   struct ursa__cond *x = cond_get(c);
-  struct ursa__thread *t;
+  struct ursa__waiter *w;
   if (x == NULL) return -EINVAL;
   URSA_VP_OR_RETURN(vp);
   ursa__olock(vp, &x->lock);
-  if ((t = ursa__q_take(vp, &x->q)) != NULL) ursa__wake(t, 0);
+  if ((w = ursa__q_take(vp, &x->q)) != NULL) ursa__wake(vp, w, 0);
   ursa__ounlock(vp, &x->lock);
   ursa__preempt_point(vp);
   return 0;

@@ -26,7 +26,7 @@ int ursa_once(ursa_once_t *once, void (*fn)(void)) {
   if (o->state == 2) { ursa__ounlock(vp, &o->lock); return 0; }
   if (o->state == 1) {
     if (o->runner == vp->cur) { ursa__ounlock(vp, &o->lock); return -EDEADLK; }
-    ursa__q_push(&o->q, vp->cur);
+    ursa__q_push(&o->q, &vp->cur->w);
     ursa__block(vp, URSA__W_ONCE, o, &o->lock, 0);
     return 0;
   }

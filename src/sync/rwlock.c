@@ -71,23 +71,23 @@ static void held_drop(struct ursa__thread *t, struct ursa__rdheld *h) {
 
 /* Hands a free lock to waiters: all readers if prefer_readers or no writer waits, else one writer. */
 static void admit_readers(const struct ursa__vp *vp, struct ursa__rwlock *x) {
-  struct ursa__thread *t;
-  while (x->readers < UINT32_MAX && (t = ursa__q_take(vp, &x->rq)) != NULL) {   /* never wraps */
+  struct ursa__waiter *w;
+  while (x->readers < UINT32_MAX && (w = ursa__q_take(vp, &x->rq)) != NULL) {   /* never wraps */
     x->readers++;
-    ursa__wake(t, 0);
+    ursa__wake(vp, w, 0);
   }
 }
 
 static void grant(const struct ursa__vp *vp, struct ursa__rwlock *x, bool prefer_readers) {
-  struct ursa__thread *t;
+  struct ursa__waiter *w;                    /* threads' only: an rwlock has no call waiters */
   if (x->writer || x->readers) return;
   if (!ursa__q_empty(&x->rq) && (prefer_readers || ursa__q_empty(&x->wq))) {
     admit_readers(vp, x);
     if (x->readers) return;
   }
-  if ((t = ursa__q_take(vp, &x->wq)) != NULL) {   /* (also when every reader had timed out) */
-    writer_set(x, t);
-    ursa__wake(t, 0);
+  if ((w = ursa__q_take(vp, &x->wq)) != NULL) {   /* (also when every reader had timed out) */
+    writer_set(x, ursa__thread_of(w));
+    ursa__wake(vp, w, 0);
   }
 }
 
@@ -148,7 +148,7 @@ static int rdlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
     goto out;
   }
   if (try) { r = -EBUSY; goto out; }
-  ursa__q_push(&x->rq, cur);
+  ursa__q_push(&x->rq, &cur->w);
   r = ursa__block(vp, URSA__W_RDLOCK, x, &x->lock, deadline);
   if (r == 0) held_add(cur, x);             /* the unlocker counted us in */
   return r;
@@ -173,7 +173,7 @@ static int wrlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
     return 0;
   }
   if (try) { ursa__ounlock(vp, &x->lock); return -EBUSY; }
-  ursa__q_push(&x->wq, cur);
+  ursa__q_push(&x->wq, &cur->w);
   r = ursa__block(vp, URSA__W_WRLOCK, x, &x->lock, deadline);
   if (r != 0) {
     vp = URSA__VP_AFTER_SWITCH();

@@ -6,9 +6,12 @@
  * P cannot overtake it.  A post never switches.  A timed-out waiter has been removed from the
  * queue by its timer (sched.c), so no unit is ever lost to it.
  * With several VPs every operation holds the semaphore's lock (see src/core/vp.h, ursa__olock).
+ * The wait is one "take or queue" step, shared by ursa_sem_wait and the waiter interface
+ * (waiter.h), which queues a call waiter in the place of the calling thread.
  * Executed only by ursa threads.
  */
 #include "sync.h"
+#include "waiter.h"
 
 #define URSA__SEM_MAGIC 0x53454d31u
 
@@ -43,8 +46,11 @@ int ursa_sem_destroy(ursa_sem_t *s) {
   return 0;
 }
 
-static URSA__ALWAYS_INLINE int sem_wait_(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline, const int mode) {
-  const bool smp = mode == URSA__SMPMODE;
+/* The one wait (ursa_sem_wait, ursa__sem_wait_waiter): 0 when a unit was taken, or 1 with w
+ * queued and x's lock still held (a post hands w its unit).  w NULL: the calling thread's (read
+ * only when it queues, which keeps the fast path's registers free). */
+static URSA__ALWAYS_INLINE int sem_take_or_queue(struct ursa__vp *vp, struct ursa__sem *x, struct ursa__waiter *w,
+                                                 const bool smp) {
   vp->stats.p_ops++;
   ursa__lock_if(smp, &x->lock);
   if (ursa_likely(x->value > 0)) {
@@ -53,7 +59,12 @@ static URSA__ALWAYS_INLINE int sem_wait_(struct ursa__vp *vp, struct ursa__sem *
     return 0;
   }
   vp->stats.p_blocking++;
-  ursa__q_push(&x->q, vp->cur);
+  ursa__q_push(&x->q, w ? w : &vp->cur->w);
+  return 1;
+}
+
+static URSA__ALWAYS_INLINE int sem_wait_(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline, const int mode) {
+  if (ursa_likely(sem_take_or_queue(vp, x, NULL, mode == URSA__SMPMODE) == 0)) return 0;
   return ursa__block_m(mode, vp, URSA__W_SEM, x, &x->lock, deadline);   /* 0: a post handed us its unit */
 }
 
@@ -78,24 +89,14 @@ int ursa_sem_timedwait(ursa_sem_t *s, int clock, const struct timespec *abstime)
   return err ? err : sem_wait(s, d);
 }
 
-/* sem_wait_ for a wait shell (src/sched/sched.h): takes a unit, or queues the shell, which a post then
- * hands its unit to and wakes (through the shell's shell_wake).  Never blocks. */
-int ursa__sem_wait_async(ursa_sem_t *s, struct ursa__thread *shell) {
+/* The waiter interface (waiter.h). */
+int ursa__sem_wait_waiter(ursa_sem_t *s, struct ursa__waiter_call *c) {
   struct ursa__vp *vp = ursa__tls_vp;
+  const bool smp = vp->mode == URSA__SMPMODE;
   SEM_OR_RETURN(x, s);
-  vp->stats.p_ops++;
-  ursa__olock(vp, &x->lock);
-  if (x->value > 0) {
-    x->value--;
-    ursa__ounlock(vp, &x->lock);
-    return 0;
-  }
-  vp->stats.p_blocking++;
-  ursa__set_state(shell, URSA__BLOCKED);
-  shell->wait_kind = URSA__W_SEM;
-  shell->wait_obj = x;
-  ursa__q_push(&x->q, shell);
-  ursa__ounlock(vp, &x->lock);
+  c->w.wait_obj = x;
+  if (sem_take_or_queue(vp, x, &c->w, smp) == 0) return 0;
+  ursa__unlock_if(smp, &x->lock);
   return 1;
 }
 
@@ -112,10 +113,8 @@ int ursa_sem_trywait(ursa_sem_t *s) {
 
 static URSA__ALWAYS_INLINE int sem_post_(struct ursa__sem *x, const int mode) {
   const bool smp = mode == URSA__SMPMODE;
-  struct ursa__thread *t;
   ursa__lock_if(smp, &x->lock);
-  if ((t = ursa__q_take_m(mode, &x->q)) != NULL) {
-    ursa__wake_m(mode, t, 0);
+  if (ursa__q_wake_first_m(mode, &x->q, 0)) {
     ursa__unlock_if(smp, &x->lock);
     return 0;
   }

@@ -147,13 +147,13 @@ def _wait_text(t):
     kind = int(t["wait_kind"])
     kname = next((k for k, v in waits.items() if v == kind), None)
     text = _WAIT_TEXT.get(kname, "wait kind %d" % kind)
-    obj = t["wait_obj"]
+    obj = t["w"]["wait_obj"]
     if kname == "URSA__W_JOIN" and int(obj) != 0:
         target = obj.cast(t.type)
         text += " %d (%s)" % (int(target["id"]), _name(target))
     elif kname != "URSA__W_SLEEP":
         text += " " + str(obj.cast(gdb.lookup_type("void").pointer()))
-    if int(t["heap_idx"]) != 0:
+    if int(t["w"]["heap_idx"]) != 0:
         deadline = int(t["deadline"])
         if _is_live():
             left = (deadline - time.clock_gettime_ns(time.CLOCK_MONOTONIC)) / 1e9
