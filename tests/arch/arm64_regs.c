@@ -23,19 +23,22 @@
 #include <string.h>
 #include <unwind.h>
 
+#include "../../src/arch/ctx_base.h"
+
 /* From src/arch/context.h (not included: this program is built on its own). */
 /* context.h's interface; on AArch64 a struct ursa__ctx is two words: the saved stack pointer and
- * the on-CPU byte (word 1), which every jump clears in the context it suspends. */
+ * the on-CPU byte (word 1), which every jump clears in the context it suspends.  The jump is given
+ * the objects that hold a context at URSA__CTX_BASE (ctx_base.h), as thread descriptors do. */
 void ursa__ctx_make(void **ctx, void *stack_top, void (*entry)(void *));
-void *ursa__ctx_jump(void **from_ctx, void **to_ctx, void *arg);
+void *ursa__ctx_jump(void *from_obj, void *to_obj, void *arg);
 
 /* One switch: inputs, then what was found after control came back.  Word indices, used by the asm
  * (so plain macros: the asm text needs the numbers). */
 #define T_X_IN      0        /* X19..X29: 11 words */
 #define T_D_IN      11       /* D8..D15: 8 words */
 #define T_FPCR_IN   19
-#define T_FROM      20       /* void **from_ctx */
-#define T_TO        21       /* void **to_ctx */
+#define T_FROM      20       /* void *from_obj */
+#define T_TO        21       /* void *to_obj */
 #define T_ARG       22       /* void *arg */
 #define T_X_OUT     23       /* X19..X29 after the jump returned */
 #define T_D_OUT     34       /* D8..D15 after */
@@ -138,7 +141,7 @@ __attribute__((noinline)) static void run_switch(uint64_t *t) {
 }
 
 /* Distinct, recognisable patterns: tag in the top byte, register number in the low byte. */
-static void fill(uint64_t *t, uint64_t tag, uint64_t fpcr, void **from, void **to, void *arg) {
+static void fill(uint64_t *t, uint64_t tag, uint64_t fpcr, void *from, void *to, void *arg) {
   memset(t, 0, T_WORDS * sizeof *t);
   for (int i = 0; i < 11; i++) t[T_X_IN + i] = tag << 56 | 0x00a5a5a5a5a50000u | (uint64_t)(19 + i);
   for (int i = 0; i < 8; i++) t[T_D_IN + i] = tag << 56 | 0x005a5a5a5a5a0000u | (uint64_t)(8 + i);
@@ -173,8 +176,8 @@ static const uint64_t FPCR_A = FPCR_FZ | FPCR_RM(3);
 static const uint64_t FPCR_B = FPCR_DN | FPCR_RM(1);
 static const uint64_t FPCR_C = FPCR_AHP | FPCR_DN | FPCR_FZ | FPCR_RM(2);
 
-struct ctx2 { void *sp; uint64_t oncpu; };
-static struct ctx2 main_ctx2 = { 0, 1 }, other_ctx2 = { 0, 1 };
+struct ctx2 { char head[URSA__CTX_BASE]; void *sp; uint64_t oncpu; };   /* a descriptor's layout */
+static struct ctx2 main_ctx2 = { {0}, 0, 1 }, other_ctx2 = { {0}, 0, 1 };
 #define main_sp  (main_ctx2.sp)
 #define other_sp (other_ctx2.sp)
 static uint64_t t1[T_WORDS], t2[T_WORDS], t3[T_WORDS];
@@ -208,11 +211,11 @@ __attribute__((noreturn)) static void other_entry(void *arg) {
         "unwinding from the entry: reason %d after %d frames, want END_OF_STACK (5) within 4",
         (int)r, w.depth);
 
-  fill(t2, 0xb2, FPCR_B, &other_sp, &main_sp, ARG2);
+  fill(t2, 0xb2, FPCR_B, &other_ctx2, &main_ctx2, ARG2);
   run_switch(t2);                                 /* back to main; resumed by its second jump */
   verify("other", t2, ARG3);
 
-  ursa__ctx_jump(&other_sp, &main_sp, ARG4);      /* never resumed */
+  ursa__ctx_jump(&other_ctx2, &main_ctx2, ARG4);      /* never resumed */
   abort();
 }
 
@@ -231,11 +234,11 @@ int main(void) {
         "ursa__ctx_make returned %p outside the stack [%p, %p)", other_sp, (void *)stack,
         (void *)(stack + size - 5));
 
-  fill(t1, 0xa1, FPCR_A, &main_sp, &other_sp, ARG1);
+  fill(t1, 0xa1, FPCR_A, &main_ctx2, &other_ctx2, ARG1);
   run_switch(t1);                                 /* into the fresh context */
   verify("main, 1st return", t1, ARG2);
 
-  fill(t3, 0xc3, FPCR_C, &main_sp, &other_sp, ARG3);
+  fill(t3, 0xc3, FPCR_C, &main_ctx2, &other_ctx2, ARG3);
   run_switch(t3);                                 /* resume the other context */
   verify("main, 2nd return", t3, ARG4);
 
