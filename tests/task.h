@@ -44,6 +44,16 @@
 #endif
 #define TEST_TIME_FACTOR (TEST_UNDER_VALGRIND ? 30u : TEST_BUILD_TIME_FACTOR)
 
+/* The hard build's scheduler chaos places every woken thread on a random VP, so nearly every
+ * hand-off crosses VPs and, on a loaded machine, waits for the other VP's kernel thread to get a
+ * CPU: SMP storms scale their work down by this much more there (smp_storm_sync_objects took 30 s
+ * of its 60 beside three copies of itself with 1). */
+#if defined(URSA_TEST_HARD)
+#define TEST_CHAOS_FACTOR 4u
+#else
+#define TEST_CHAOS_FACTOR 1u
+#endif
+
 /* A test: TEST_IMPL(name) { ...; return 0; }, listed once as TEST(name) in tests/test-list.h or a
  * tests/list-*.h.  Each definition also leaves its name in the section ursa_test_defs, so that the
  * runner knows every test compiled in, listed or not (`ursa_tests --list-defined`), and the CTest

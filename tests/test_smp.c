@@ -246,7 +246,7 @@ TEST_IMPL(smp_storm_sync_objects) {
   ursa_thread_t t[STORM_THREADS];
   int p;
   long i;
-  storm_iters = 4000 / TEST_TIME_FACTOR;
+  storm_iters = 4000 / (TEST_TIME_FACTOR * TEST_CHAOS_FACTOR);
   for (p = 0; p < 4; p++) {
     ASSERT_OK(smp_init(2, policies[p], 2));
     ASSERT_OK(ursa_mutex_init(&storm_m, URSA_MUTEX_NORMAL));
