@@ -9,11 +9,19 @@
 #   3. a public header (include/) names an ursa__ identifier that is not in PUBLIC_INTERNALS below
 #      (the entry points that the protothread macros and ursa_tick expand to: they must be linkable
 #      from user code, and the list says which are meant);
-#   4. fewer objects than folders were given (a check that saw nothing would pass vacuously).
-# scripts/check-layers.sh --self-test NM OBJECT... plants an upward call and a new public ursa__
-# name and checks that each makes the check fail (run by CTest too).
+#   4. fewer objects than folders were given (a check that saw nothing would pass vacuously);
+#   5. an object of an optional layer (OPTIONAL below: it uses only the public API and the waiter
+#      interface) references an ursa__ symbol that is neither its own, nor declared in the waiter
+#      interface (URSA__WAITER_API in src/sched/waiter.h and src/sync/waiter.h), nor one of the
+#      out-of-line helpers of core/base.h's vocabulary (BASE_OUTOFLINE below).
+# scripts/check-layers.sh --self-test NM OBJECT... plants an upward call, a new public ursa__
+# name and an optional layer's use of an internal, and checks that each makes the check fail (run
+# by CTest too).
 set -u
 LAYERS=(arch core sched model sync pt runtime)
+OPTIONAL=" pt "
+# the spin lock's slow path, the panic, the debug lock tag, the hard build's failure injection
+BASE_OUTOFLINE=" ursa__spin_lock_slow ursa__panic ursa__spin_me ursa__fail_now "
 # identifier: why a public header names it
 PUBLIC_INTERNALS="
 ursa__tick ursa__tick_flag
@@ -37,8 +45,11 @@ for i in "${!LAYERS[@]}"; do RANK[${LAYERS[$i]}]=$i; done
 
 check() {   # check INCLUDE-DIR OBJECT...: prints each violation, returns 1 if any
   local inc=$1; shift
-  local bad=0 o f s r d u n=0
+  local bad=0 o f s r d u n=0 api
   declare -A def
+  api=" $(grep -ohE 'URSA__WAITER_API[^(]*\b(ursa__[A-Za-z0-9_]+)\(' "$root"/src/sched/waiter.h "$root"/src/sync/waiter.h |
+           grep -oE 'ursa__[A-Za-z0-9_]+\($' | tr -d '(' | tr '\n' ' ') "
+  case "$api" in *" ursa__park "*) ;; *) echo "layering: the waiter interface's declarations were not found"; return 1 ;; esac
   for o in "$@"; do
     case "$o" in */src/*) ;; *) continue ;; esac
     n=$((n + 1))
@@ -52,6 +63,14 @@ check() {   # check INCLUDE-DIR OBJECT...: prints each violation, returns 1 if a
     f=${o%/*}; f=${f##*/}; r=${RANK[$f]:-0}
     while read -r s; do
       d=${def[$s]:-}
+      case "$OPTIONAL" in
+        *" $f "*)
+          case "$s" in
+            ursa__*) if [ "$d" != "$f" ] && [[ "$api$BASE_OUTOFLINE" != *" $s "* ]]; then
+                       echo "layering: src/$f/${o##*/} (an optional layer) uses $s, which is not in the waiter interface"; bad=1
+                     fi ;;
+          esac ;;
+      esac
       [ -n "$d" ] || continue
       if [ "${RANK[$d]:-0}" -gt "$r" ]; then
         echo "layering: src/$f/${o##*/} references $s, defined in src/$d/ (a higher layer)"; bad=1
@@ -71,7 +90,7 @@ if [ $self_test -eq 0 ]; then
   out=$(check "$root/include" "$@")
   rc=$?
   if [ $rc -ne 0 ]; then echo "$out"; echo "layering check FAILED (order: ${LAYERS[*]})"; exit 1; fi
-  echo "layering check passed: $# objects, order ${LAYERS[*]}; public headers name only the listed ursa__ entry points"
+  echo "layering check passed: $# objects, order ${LAYERS[*]}; public headers name only the listed ursa__ entry points; optional layers (${OPTIONAL# }) use only the public API and the waiter interface"
   exit 0
 fi
 
@@ -89,5 +108,10 @@ cp "$root"/include/ursa.h "$tmp/include/"; cp "$root"/include/ursa/*.h "$tmp/inc
 echo 'void ursa__planted_internal(void);' >> "$tmp/include/ursa/pt.h"
 out=$(check "$tmp/include" "$@")
 case "$out" in *"names ursa__planted_internal"*) ;; *) echo "self-test: a new public ursa__ name was not found"; fails=1 ;; esac
-[ $fails -eq 0 ] && echo "layering self-test passed: a planted upward call and a planted public internal name each fail the check"
+mkdir -p "$tmp/src/pt"
+printf 'extern int ursa__block(void *, int, void *, void *, unsigned long);\nint planted_pt(void *v) { return ursa__block(v, 0, 0, 0, 0); }\n' > "$tmp/planted_pt.c"
+${CC:-cc} -c "$tmp/planted_pt.c" -o "$tmp/src/pt/planted_pt.c.o" 2>/dev/null || { echo "self-test: cannot compile (CC=${CC:-cc})"; exit 1; }
+out=$(check "$root/include" "$@" "$tmp/src/pt/planted_pt.c.o")
+case "$out" in *"src/pt/planted_pt.c.o (an optional layer) uses ursa__block"*) ;; *) echo "self-test: an optional layer's use of an internal was not found"; fails=1 ;; esac
+[ $fails -eq 0 ] && echo "layering self-test passed: a planted upward call, a planted public internal name and a planted internal call from src/pt/ each fail the check"
 exit $fails

@@ -105,6 +105,9 @@ static inline void ursa__spin_unlock(ursa__spin_t *l) {
 #endif
   __atomic_store_n(l, 0u, __ATOMIC_RELEASE);       /* pairs with the acquire exchange above */
 }
+/* A lock taken only when smp (the runtime has several VPs): with one VP nothing needs one. */
+static inline void ursa__lock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_lock(l); }
+static inline void ursa__unlock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_unlock(l); }
 /* Whether v is a value a lock word can have (objects check it to tell garbage). */
 static inline bool ursa__spin_word_ok(uint32_t v) {
   return v <= 1 || (v & 0xffff0000u) == URSA__SPIN_TAG;

@@ -31,16 +31,6 @@
 
 enum ursa__state { URSA__RUNNING = 1, URSA__READY, URSA__BLOCKED, URSA__ZOMBIE };
 
-/* What a blocked thread waits on (wait_kind): a number whose meaning the layer that blocks it
- * registers (name, owner: src/sched/report.c), so the reports never call into that layer. */
-enum ursa__wait {
-  URSA__W_NONE = 0,
-  URSA__W_JOIN, URSA__W_SLEEP,                                      /* src/sched/ */
-  URSA__W_SEM, URSA__W_MUTEX, URSA__W_COND, URSA__W_BARRIER, URSA__W_RDLOCK, URSA__W_WRLOCK,
-  URSA__W_ONCE, URSA__W_IVAR, URSA__W_MVAR_TAKE, URSA__W_MVAR_PUT,  /* src/sync/ */
-  URSA__W_PT_JOIN, URSA__W_PT_SEM, URSA__W_PT_IDLE,                 /* src/pt/ */
-  URSA__W_MAX
-};
 
 struct ursa__thread;
 struct ursa__rdheld {      /* one rwlock this thread holds for reading */

@@ -164,9 +164,7 @@ URSA_HIDDEN int ursa__novp(void) __attribute__((cold));
   if (ursa_unlikely(vp == NULL)) return ursa__novp()
 
 /* An object's lock: taken only when the runtime has several VPs (URSA__SMPMODE), so
- * with one VP the core's paths stay free of atomics. */
-static inline void ursa__lock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_lock(l); }
-static inline void ursa__unlock_if(bool smp, ursa__spin_t *l) { if (ursa_unlikely(smp)) ursa__spin_unlock(l); }
+ * with one VP the core's paths stay free of atomics (ursa__lock_if, base.h). */
 static inline void ursa__olock(const struct ursa__vp *vp, ursa__spin_t *l) {
   ursa__lock_if(vp->mode == URSA__SMPMODE, l);
 }

@@ -26,6 +26,18 @@
 #include <stdint.h>
 
 struct ursa__thread;
+
+/* What a blocked thread waits on (wait_kind): a number whose meaning the layer that blocks it
+ * registers (name, owner: src/sched/report.c), so the reports never call into that layer. */
+enum ursa__wait {
+  URSA__W_NONE = 0,
+  URSA__W_JOIN, URSA__W_SLEEP,                                      /* src/sched/ */
+  URSA__W_SEM, URSA__W_MUTEX, URSA__W_COND, URSA__W_BARRIER, URSA__W_RDLOCK, URSA__W_WRLOCK,
+  URSA__W_ONCE, URSA__W_IVAR, URSA__W_MVAR_TAKE, URSA__W_MVAR_PUT,  /* src/sync/ */
+  URSA__W_PT_JOIN, URSA__W_PT_SEM, URSA__W_PT_IDLE,                 /* src/pt/ */
+  URSA__W_MAX
+};
+
 #define URSA__WAITER_CALL UINT32_MAX
 
 /* A FIFO of waiters linked through their q fields; NULL-terminated both ways so that a queue

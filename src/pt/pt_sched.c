@@ -33,11 +33,11 @@
  *   core's (a VP's timer heap or inbox).  The registry's lock is taken with none of them held.
  *
  * Idle protocol (no wake-up lost, no busy wait): the executor, holding E->lock, finds its inbox
- *   and completed shells empty, sets idle = 1 and blocks (ursa__block, which releases E->lock
+ *   and completed shells empty, sets idle = 1 and parks (ursa__park, which releases E->lock
  *   once it is BLOCKED), with a deadline when its heap holds a timer.  A waker appends under
  *   E->lock and, when idle is 1, clears it and wakes the executor, unless the executor's timer
- *   has claimed the wake-up (several VPs: the waker/timer claim of src/sched/vp.c; one VP: the
- *   executor is then no longer BLOCKED).  Both sides decide under E->lock, so either the
+ *   has claimed the wake-up (ursa__park_claim: several VPs, the waker/timer claim of
+ *   src/sched/vp.c; one VP, the executor is then no longer BLOCKED).  Both sides decide under E->lock, so either the
  *   executor sees the new work before it blocks or the waker sees idle = 1.
  *
  * Shells: a stackless thread that joins an ursa thread, or waits on an ursa_sem_t or an I- or
@@ -48,13 +48,15 @@
  *   join releases the joined thread, a get or take stores the value) and makes the stackless
  *   thread ready.
  *
+ * What this layer uses: the public API and the waiter interface (src/sync/waiter.h: call waiters,
+ *   park/unpark, the reports' names of its waits, the base vocabulary of core/base.h), and the
+ *   timer heap's algorithm (core/heap.h).  scripts/check-layers.sh checks it.
+ *
  * Executed only by ursa threads (stackless ones run inside their executor's ursa thread).
  */
 #define _GNU_SOURCE
-#include "../sched/sched.h"
-#include "../model/model.h"
-#include "../core/heap.h"
-#include "../sync/waiter.h"
+#include "../sync/waiter.h"           /* the waiter interface: all this layer uses of ursa's inside */
+#include "../core/heap.h"             /* the timer heap's algorithm (a template, no state) */
 #include "ursa/pt_sched.h"
 
 #include <stdlib.h>
@@ -101,8 +103,7 @@ struct ursa__pts_exec {
   uint32_t             ntimers, tcap;
   struct pts_shell    *shell_pool;   /* free shells, via next                                 */
   /* fixed once made */
-  struct ursa__thread *self_t;       /* the executor's ursa thread                            */
-  ursa_thread_t        thread;
+  ursa_thread_t        thread;       /* the executor's ursa thread                            */
   ursa_region_t       *region;       /* NULL for a VP's executor                              */
   int                  vp_index;     /* the VP of a VP's executor, -1 for a region's          */
   struct ursa__pts_exec *next;       /* the registry's list of every executor                 */
@@ -120,12 +121,21 @@ static struct ursa__pts_exec *reg_all;
 static inline uint8_t st_get(const struct ursa_pts *t) { return __atomic_load_n(&t->state, __ATOMIC_RELAXED); }
 static inline void st_set(struct ursa_pts *t, uint8_t s) { __atomic_store_n(&t->state, s, __ATOMIC_RELAXED); }
 
-static void *exec_main(void *arg);
+static unsigned reg_nregions;          /* atomic: region executors in reg_all */
 
-/* The executor whose ursa thread is running on vp now, or NULL. */
-static inline struct ursa__pts_exec *current_exec(const struct ursa__vp *vp) {
-  const struct ursa__thread *c = vp->cur;
-  return c->fn == exec_main ? c->arg : NULL;
+/* Whether the runtime has several VPs (the locks are taken then). */
+static inline bool smp_now(void) { return ursa_vp_count() > 1; }
+
+/* The executor whose ursa thread is the caller, or NULL (vp: the caller's VP). */
+static struct ursa__pts_exec *current_exec(int vp) {
+  struct ursa__pts_exec **vps = __atomic_load_n(&reg_vp, __ATOMIC_ACQUIRE), *E;   /* pairs with */
+  ursa_thread_t me = ursa_self();                                                /* exec_for   */
+  if (vps && (E = __atomic_load_n(&vps[vp], __ATOMIC_ACQUIRE)) != NULL && E->thread == me) return E;
+  if (__atomic_load_n(&reg_nregions, __ATOMIC_ACQUIRE) == 0) return NULL;
+  ursa__spin_lock(&reg_lock);                        /* a region's executor: walk the registry */
+  for (E = reg_all; E && !(E->region && E->thread == me); E = E->next) {}
+  ursa__spin_unlock(&reg_lock);
+  return E;
 }
 
 /* ---- ready lists ------------------------------------------------------------------------------ */
@@ -139,18 +149,16 @@ static inline void local_push(struct ursa__pts_exec *E, struct ursa_pts *t) {
 
 /* Takes the idle executor's wake-up (E->lock held): true when the caller must wake it. */
 static bool claim_idle(struct ursa__pts_exec *E) {
-  struct ursa__thread *th = E->self_t;
   if (!E->idle) return false;
   E->idle = 0;
-  if (!E->smp) return ursa__get_state(th) == URSA__BLOCKED;   /* else its timer woke it */
-  /* Several VPs: with a deadline the waker and the timer race for the claim (src/sched/vp.c).
-   * Not by th->timer_vp: a timer that won writes it outside E->lock (and would be read NULL
-   * here after it made the executor READY, which then got woken twice: found by TSan). */
-  return !E->timed || ursa__claim_for_waker(th);
+  /* Several VPs: with a deadline the waker and the timer race for the claim (ursa__park_claim).
+   * Not by anything of the thread's: a timer that won writes it outside E->lock (a waker that
+   * read it there after the timer made the executor READY woke it twice: found by TSan). */
+  return ursa__park_claim(E->thread, E->timed);
 }
 
 static void kick(struct ursa__pts_exec *E, bool wake) {
-  if (wake) ursa__wake_thread(E->self_t, 0);
+  if (wake) ursa__unpark(E->thread, 0);
 }
 
 /* Appends t to E's inbox and wakes E if it is idle.  Anyone. */
@@ -169,8 +177,8 @@ static void remote_push(struct ursa__pts_exec *E, struct ursa_pts *t) {
 /* Makes the WAITING thread (or stackful node) w ready with result res; cur is the executor
  * running the caller, or NULL. */
 static void make_ready(struct ursa__pts_exec *cur, struct ursa_pts *w, int res) {
-  if (w->flags & PTS_F_STACKFUL) {            /* an ursa thread blocked in ursa_pts_*: wake it */
-    ursa__wake_thread(w->arg, res);
+  if (w->flags & PTS_F_STACKFUL) {            /* an ursa thread parked in ursa_pts_*: wake it */
+    ursa__unpark((ursa_thread_t)w->arg, res);
     return;
   }
   w->result = (int16_t)res;
@@ -313,8 +321,6 @@ static void drain(struct ursa__pts_exec *E) {
 
 /* Nothing ready: blocks until a waker or the earliest timer.  False when E must end. */
 static bool idle_wait(struct ursa__pts_exec *E) {
-  struct ursa__vp *vp = URSA__VP_AFTER_SWITCH();
-  struct ursa__thread *me = vp->cur;
   uint64_t deadline = E->ntimers ? E->timers[1].deadline : 0;
   ursa__lock_if(E->smp, &E->lock);
   if (E->in_head || E->done_shells) { ursa__unlock_if(E->smp, &E->lock); return true; }
@@ -324,15 +330,7 @@ static bool idle_wait(struct ursa__pts_exec *E) {
   }
   E->idle = 1;
   E->timed = deadline != 0;
-  me->w.waitq = NULL;                                 /* on no queue: a timeout removes nothing */
-  if (E->smp && deadline) {
-    /* Should ursa__block find the deadline passed, it returns without arming a timer and leaves
-     * timer_vp and claim as they were: make them say "the timer owns it", so that no waker
-     * wakes a thread that is running (a real arming resets both). */
-    me->timer_vp = vp;
-    __atomic_store_n(&me->claim, 1, __ATOMIC_RELAXED);
-  }
-  ursa__block(vp, URSA__W_PT_IDLE, E, &E->lock, deadline);
+  ursa__park(URSA__W_PT_IDLE, E, &E->lock, deadline);   /* releases E->lock once BLOCKED */
   ursa__lock_if(E->smp, &E->lock);
   E->idle = 0;
   ursa__unlock_if(E->smp, &E->lock);
@@ -401,11 +399,11 @@ static struct ursa__pts_exec *exec_new(int vp, ursa_region_t *r, int *err) {
   char name[URSA_NAME_MAX];
   register_kinds();
   if (URSA__FAIL() || E == NULL) { free(E); *err = -ENOMEM; return NULL; }
-  E->smp = ursa__g.nvps > 1;
+  E->smp = smp_now();
   /* The header's inline paths: one VP, cm/pcm (the same for every executor of a runtime).  Set
    * before the executor can run; relaxed: with several VPs it already holds the value stored. */
   __atomic_store_n(&ursa__pts_fast_magic,
-                   E->smp || ursa__g.model >= URSA_MODEL_CP_TS ? URSA__PTS_NO_FAST_MAGIC
+                   E->smp || ursa_model() >= URSA_MODEL_CP_TS ? URSA__PTS_NO_FAST_MAGIC
                                                                 : URSA__PTS_SEM_MAGIC,
                    __ATOMIC_RELAXED);
   E->region = r;
@@ -423,20 +421,20 @@ static struct ursa__pts_exec *exec_new(int vp, ursa_region_t *r, int *err) {
   *err = ursa_create(&E->thread, &a, exec_main, E);
   ursa_attr_destroy(&a);
   if (*err) { free(E); return NULL; }
-  E->self_t = ursa__thread_get(E->thread);
   E->next = reg_all;
   reg_all = E;
+  if (r) __atomic_add_fetch(&reg_nregions, 1, __ATOMIC_RELEASE);   /* pairs with current_exec */
   return E;
 }
 
 /* The executor for a placement, made if needed; counts one more live thread on it. */
-static struct ursa__pts_exec *exec_for(struct ursa__vp *vp, int want, ursa_region_t *r, int *err) {
+static struct ursa__pts_exec *exec_for(int vp, int want, ursa_region_t *r, int *err) {
   struct ursa__pts_exec *E = NULL, **vps;
   unsigned i;
   /* A VP's executor that exists: no lock (the registry changes only at creation and fini). */
   if (r == NULL && want != URSA_VP_ANY &&
       (vps = __atomic_load_n(&reg_vp, __ATOMIC_ACQUIRE)) != NULL &&        /* pairs with the */
-      (E = __atomic_load_n(&vps[want == URSA_VP_SELF ? (int)vp->index : want],   /* releases */
+      (E = __atomic_load_n(&vps[want == URSA_VP_SELF ? vp : want],               /* releases */
                            __ATOMIC_ACQUIRE)) != NULL) {                    /* below          */
     __atomic_add_fetch(&E->live, 1, __ATOMIC_RELAXED);
     return E;
@@ -445,7 +443,7 @@ static struct ursa__pts_exec *exec_for(struct ursa__vp *vp, int want, ursa_regio
   ursa__spin_lock(&reg_lock);
   if (reg_vp == NULL) {
     struct ursa__pts_exec **n;
-    reg_nvps = ursa__g.nvps;
+    reg_nvps = ursa_vp_count();
     if (URSA__FAIL() || (n = calloc(reg_nvps, sizeof *n)) == NULL) {
       *err = -ENOMEM;
       goto out;
@@ -456,7 +454,7 @@ static struct ursa__pts_exec *exec_for(struct ursa__vp *vp, int want, ursa_regio
     for (E = reg_all; E && E->region != r; E = E->next) {}
     if (E == NULL) E = exec_new(-1, r, err);
   } else {
-    if (want == URSA_VP_SELF) want = (int)vp->index;
+    if (want == URSA_VP_SELF) want = vp;
     if (want == URSA_VP_ANY) {                       /* the fewest live stackless threads */
       int64_t best = INT64_MAX;
       for (i = 0; i < reg_nvps; i++) {
@@ -477,11 +475,11 @@ out:
 static int spawn(struct ursa_pts *t, int want, ursa_region_t *r, ursa_pts_fn fn, void *arg) {
   struct ursa__pts_exec *E, *self;
   uint8_t st;
-  int err = 0;
-  URSA_VP_OR_RETURN(vp);
+  int err = 0, vp = ursa_vp_self();
+  if (vp < 0) return vp;                             /* not an ursa thread */
   if (t == NULL || fn == NULL) return -EINVAL;
-  if (r == NULL && (want < URSA_VP_SELF || want >= (int)ursa__g.nvps)) return -EINVAL;
-  if (r != NULL && ursa__region_of(r) == NULL) return -EINVAL;
+  if (r == NULL && (want < URSA_VP_SELF || want >= (int)ursa_vp_count())) return -EINVAL;
+  if (r != NULL && ursa_region_vp(r) < 0) return -EINVAL;
   st = st_get(t);
   if (st == URSA_PTS_READY || st == URSA_PTS_WAITING) return -EBUSY;
   self = current_exec(vp);
@@ -510,13 +508,14 @@ int ursa_pts_spawn(struct ursa_pts *t, int vp, ursa_pts_fn fn, void *arg) {
 }
 
 int ursa_pts_spawn_region(struct ursa_pts *t, ursa_region_t *r, ursa_pts_fn fn, void *arg) {
-  if (r == NULL) return ursa__tls_vp ? -EINVAL : ursa__novp();
+  if (r == NULL) { int vp = ursa_vp_self(); return vp < 0 ? vp : -EINVAL; }
   return spawn(t, URSA_VP_SELF, r, fn, arg);
 }
 
 int ursa_pts_fini(void) {
   struct ursa__pts_exec *all, *E;
-  URSA_VP_OR_RETURN(vp);
+  int vp = ursa_vp_self();
+  if (vp < 0) return vp;
   if (current_exec(vp)) return -EPERM;
   ursa__spin_lock(&reg_lock);
   for (E = reg_all; E; E = E->next) {
@@ -529,6 +528,7 @@ int ursa_pts_fini(void) {
   reg_all = NULL;
   free(reg_vp);
   __atomic_store_n(&reg_vp, NULL, __ATOMIC_RELAXED);   /* no spawn runs during fini (its contract) */
+  __atomic_store_n(&reg_nregions, 0u, __ATOMIC_RELAXED);
   ursa__spin_unlock(&reg_lock);
   for (E = all; E; E = E->next) {
     bool wake;
@@ -571,7 +571,8 @@ static int join_check(struct ursa_pts *t) {
 }
 
 /* Join cycles of two, as ursa_join finds them: whether w already waits for t's end.  t's joiner
- * is read under its executor's lock; w is a stackless thread, or an ursa thread (its node, arg).
+ * is read under its executor's lock; w is a stackless thread, or an ursa thread's handle (its
+ * node's arg).
  * Two joins started at once on two VPs may both miss the cycle: the deadlock report is the net. */
 static bool joins_pts(struct ursa_pts *t, const void *w) {
   struct ursa__pts_exec *E = t->exec;
@@ -584,34 +585,29 @@ static bool joins_pts(struct ursa_pts *t, const void *w) {
   return r;
 }
 
-/* Whether the stackless thread w waits for the ursa thread t's end (through a shell). */
-static bool joins_thread(struct ursa__vp *vp, struct ursa__thread *t, const struct ursa_pts *w) {
-  struct ursa__waiter *j;
-  bool r;
-  ursa__olock(vp, &t->lock);
-  j = t->joiner;                      /* a call waiter joining a thread is always one of our shells */
-  r = j != NULL && ursa__waiter_is_call(j) && ((struct pts_shell *)(void *)j)->t == w;
-  ursa__ounlock(vp, &t->lock);
-  return r;
+/* Whether the call waiter c (an ursa thread's joiner) is a join shell of the stackless thread w:
+ * every call waiter that joins a thread is one of this layer's shells. */
+static bool shell_of(struct ursa__waiter_call *c, const void *w) {
+  return ((const struct pts_shell *)(const void *)c)->t == w;
 }
 
 int ursa_pts_join(struct ursa_pts *t) {
   struct ursa__pts_exec *E;
   struct ursa_pts node;
-  int r;
-  URSA_VP_OR_RETURN(vp);
+  int r, vp = ursa_vp_self();
+  if (vp < 0) return vp;
   if (t == NULL || (t->flags & PTS_F_STACKFUL)) return -EINVAL;
   if (current_exec(vp)) return -EPERM;               /* a stackless thread: URSA_PTS_JOIN */
   if (st_get(t) == URSA_PTS_FREE || (E = t->exec) == NULL) return -ESRCH;
-  if (joins_thread(vp, vp->cur, t)) return -EDEADLK; /* t waits in URSA_PTS_JOIN_THREAD for us */
-  ursa__olock(vp, &E->lock);
-  if ((r = join_check(t)) != 1) { ursa__ounlock(vp, &E->lock); return r; }
+  if (ursa__joined_by(ursa_self(), shell_of, t)) return -EDEADLK;   /* t waits in
+                                                        URSA_PTS_JOIN_THREAD for us */
+  ursa__lock_if(E->smp, &E->lock);
+  if ((r = join_check(t)) != 1) { ursa__unlock_if(E->smp, &E->lock); return r; }
   memset(&node, 0, sizeof node);
   node.flags = PTS_F_STACKFUL;
-  node.arg = vp->cur;
+  node.arg = ursa_self();
   t->joiner = &node;
-  vp->cur->w.waitq = NULL;
-  ursa__block(vp, URSA__W_PT_JOIN, t, &E->lock, 0);  /* releases the lock once BLOCKED */
+  ursa__park(URSA__W_PT_JOIN, t, &E->lock, 0);       /* releases the lock once BLOCKED */
   return 0;
 }
 
@@ -649,13 +645,9 @@ static int shell_started(struct ursa__pts_exec *E, struct ursa_pts *self, struct
 /* A stackless thread waits for an ursa thread. */
 int ursa__pts_join_thread(struct ursa_pts *self, ursa_thread_t th) {
   struct ursa__pts_exec *E = self->exec;
-  struct ursa__vp *vp = URSA__VP_AFTER_SWITCH();
-  struct ursa__thread *t = ursa__thread_get(th);
   struct pts_shell *sh;
   int r;
-  if (t == NULL) r = -ESRCH;
-  else if (t == vp->cur) r = -EDEADLK;               /* its own executor */
-  else if (joins_pts(self, t)) r = -EDEADLK;         /* t waits in ursa_pts_join for self */
+  if (joins_pts(self, th)) r = -EDEADLK;             /* th waits in ursa_pts_join for self */
   else if ((sh = shell_get(E, self, SH_JOIN, NULL)) == NULL) r = -ENOMEM;
   else {
     st_set(self, URSA_PTS_WAITING);                  /* before a waker can see the shell */
@@ -721,14 +713,20 @@ int ursa__pts_sleep(struct ursa_pts *self, uint64_t ns) {
 
 /* ---- semaphores ------------------------------------------------------------------------------- */
 
+/* The caller's VP, or return the error of a caller that is not an ursa thread. */
+#define PTS_VP_OR_RETURN(vp)                                                     \
+  int vp = ursa_vp_self();                                                       \
+  if (ursa_unlikely(vp < 0)) return vp
+
 #define PSEM_OR_RETURN(s)                                                        \
   do {                                                                           \
     if (ursa_unlikely((s) == NULL || (s)->magic != URSA__PTS_SEM_MAGIC)) return -EINVAL; \
   } while (0)
 
 int ursa_pts_sem_init(struct ursa_pts_sem *s, unsigned value) {
+  int vp = ursa_vp_self();
   register_kinds();
-  if (ursa__tls_vp == NULL) return ursa__novp();
+  if (vp < 0) return vp;
   if (s == NULL || value > URSA_SEM_VALUE_MAX) return -EINVAL;
   memset(s, 0, sizeof *s);
   s->count = value;
@@ -737,12 +735,13 @@ int ursa_pts_sem_init(struct ursa_pts_sem *s, unsigned value) {
 }
 
 int ursa_pts_sem_destroy(struct ursa_pts_sem *s) {
-  URSA_VP_OR_RETURN(vp);
+  PTS_VP_OR_RETURN(vp);
+  const bool smp = smp_now();
   PSEM_OR_RETURN(s);
-  ursa__olock(vp, &s->lock);
-  if (s->head) { ursa__ounlock(vp, &s->lock); return -EBUSY; }
+  ursa__lock_if(smp, &s->lock);
+  if (s->head) { ursa__unlock_if(smp, &s->lock); return -EBUSY; }
   s->magic = URSA__MAGIC_DEAD;
-  ursa__ounlock(vp, &s->lock);
+  ursa__unlock_if(smp, &s->lock);
   return 0;
 }
 
@@ -780,49 +779,51 @@ int ursa__pts_sem_wait_slow(struct ursa_pts *self, struct ursa_pts_sem *s) {
 
 int ursa_pts_sem_wait(struct ursa_pts_sem *s) {
   struct ursa_pts node;
-  URSA_VP_OR_RETURN(vp);
+  PTS_VP_OR_RETURN(vp);
+  const bool smp = smp_now();
   PSEM_OR_RETURN(s);
   if (current_exec(vp)) return -EPERM;               /* a stackless thread: URSA_PTS_SEM_WAIT */
-  ursa__olock(vp, &s->lock);
+  ursa__lock_if(smp, &s->lock);
   if (s->count > 0) {
     s->count--;
-    ursa__ounlock(vp, &s->lock);
+    ursa__unlock_if(smp, &s->lock);
     return 0;
   }
   memset(&node, 0, sizeof node);
   node.flags = PTS_F_STACKFUL;
-  node.arg = vp->cur;
+  node.arg = ursa_self();
   sem_enqueue(s, &node);
-  vp->cur->w.waitq = NULL;
-  ursa__block(vp, URSA__W_PT_SEM, s, &s->lock, 0);  /* 0: a post handed us its unit */
+  ursa__park(URSA__W_PT_SEM, s, &s->lock, 0);        /* 0: a post handed us its unit */
   return 0;
 }
 
 int ursa_pts_sem_trywait(struct ursa_pts_sem *s) {
   int r = -EAGAIN;
-  URSA_VP_OR_RETURN(vp);
+  PTS_VP_OR_RETURN(vp);
+  const bool smp = smp_now();
   PSEM_OR_RETURN(s);
-  ursa__olock(vp, &s->lock);
+  ursa__lock_if(smp, &s->lock);
   if (s->count > 0) { s->count--; r = 0; }
-  ursa__ounlock(vp, &s->lock);
+  ursa__unlock_if(smp, &s->lock);
   return r;
 }
 
 int ursa__pts_sem_post(struct ursa_pts_sem *s) {
   struct ursa_pts *w;
-  URSA_VP_OR_RETURN(vp);
+  PTS_VP_OR_RETURN(vp);
+  const bool smp = smp_now();
   PSEM_OR_RETURN(s);
-  ursa__olock(vp, &s->lock);
+  ursa__lock_if(smp, &s->lock);
   if ((w = s->head) == NULL) {
     int r = 0;
     if (s->count >= URSA_SEM_VALUE_MAX) r = -EOVERFLOW; else s->count++;
-    ursa__ounlock(vp, &s->lock);
+    ursa__unlock_if(smp, &s->lock);
     return r;
   }
   s->head = w->next;                                  /* the unit goes to w */
   if (!(w->flags & PTS_F_STACKFUL)) st_set(w, URSA_PTS_READY);   /* under the lock: the timer
                                                          reads it there (timers_fire) */
-  ursa__ounlock(vp, &s->lock);
+  ursa__unlock_if(smp, &s->lock);
   make_ready(current_exec(vp), w, 0);                 /* w is ours now; a stackful one stays
                                                          blocked, its node valid, until woken */
   return 0;
@@ -836,7 +837,7 @@ int16_t ursa__pts_sem_post_slow(struct ursa_pts *self, struct ursa_pts_sem *s) {
 }
 
 int ursa_pts_sem_getvalue(struct ursa_pts_sem *s, int *value) {
-  URSA_VP_OR_RETURN(vp);
+  PTS_VP_OR_RETURN(vp);
   URSA_UNUSED(vp);
   PSEM_OR_RETURN(s);
   if (value == NULL) return -EINVAL;

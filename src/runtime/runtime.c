@@ -231,8 +231,6 @@ int ursa_fini(void) {
 
 /* ---- counters --------------------------------------------------------------------------------- */
 
-unsigned ursa_vp_count(void) { return ursa__g.initialized ? ursa__g.nvps : 0u; }
-
 const char *ursa_sched_policy(void) {
   return ursa__g.nvps > 1 ? ursa__pol_name(ursa__g.policy) : "rotator";
 }

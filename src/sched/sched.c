@@ -279,6 +279,37 @@ int ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *loc
   URSA__SWITCH_RETURN(vp, cur, next);
 }
 
+/* ---- park / unpark: the waiter interface's thread waits (waiter.h) ---------------------------- */
+
+int ursa__park(int kind, void *obj, ursa__spin_t *lock, uint64_t deadline) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  struct ursa__thread *cur = vp->cur;
+  cur->w.waitq = NULL;                               /* on no wait queue: a timeout removes nothing */
+  if (vp->mode == URSA__SMPMODE && deadline) {
+    /* Should ursa__block find the deadline passed, it returns without arming a timer and leaves
+     * timer_vp and claim as they were: make them say "the timer owns it", so that no claim
+     * succeeds for a thread that is running (a real arming resets both). */
+    cur->timer_vp = vp;
+    __atomic_store_n(&cur->claim, 1, __ATOMIC_RELAXED);
+  }
+  return ursa__block(vp, kind, obj, lock, deadline);
+}
+
+bool ursa__park_claim(ursa_thread_t h, bool timed) {
+  struct ursa__thread *t = ursa__thread_get(h);
+  URSA_ASSERT(t != NULL);
+  if (ursa__tls_vp->mode != URSA__SMPMODE) return ursa__get_state(t) == URSA__BLOCKED;   /* else its timer woke it */
+  /* Several VPs, a timed park: the waker and the timer race for the claim (src/sched/vp.c).  Not
+   * by t->timer_vp: a timer that won writes it outside the caller's lock. */
+  return !timed || ursa__claim_for_waker(t);
+}
+
+void ursa__unpark(ursa_thread_t h, int res) {
+  struct ursa__thread *t = ursa__thread_get(h);
+  URSA_ASSERT(t != NULL && ursa__get_state(t) == URSA__BLOCKED);
+  ursa__wake_thread(t, res);
+}
+
 void ursa__wake_all(const struct ursa__vp *vp, struct ursa__waitq *q, int res) {
   struct ursa__waiter *w;
   while ((w = ursa__q_take(vp, q)) != NULL) ursa__wake(vp, w, res);

@@ -10,6 +10,7 @@
 #include "../core/trace.h"
 #include "../core/stack.h"
 #include "../core/backtrace.h"
+#include "waiter.h"
 
 /* ---- wait queues (queue.h-style inline helpers) -----------------------------------------------
  * A wait queue holds waiters (core/thread.h): a thread's (&t->w) or a call waiter.  An object of
@@ -18,16 +19,22 @@
  * use it: the wait is written once. */
 static inline bool ursa__q_empty(const struct ursa__waitq *q) { return q->head == NULL; }
 
+/* Appends w.  w->waitq is left as it was: it is read only for a thread whose wait has a timer (to
+ * leave its queue on timeout), and every timed wait records it first (ursa__q_push_wait, or NULL
+ * for a sleep or a park), so an untimed wait spends no store on it. */
 static inline void ursa__q_push(struct ursa__waitq *q, struct ursa__waiter *w) {
   w->qnext = NULL;
   w->qprev = q->tail;
   if (q->tail) q->tail->qnext = w; else q->head = w;
   q->tail = w;
-  w->waitq = q;
+}
+/* Appends w for a wait that ends at deadline (0: none, and nothing more than ursa__q_push). */
+static inline void ursa__q_push_wait(struct ursa__waitq *q, struct ursa__waiter *w, uint64_t deadline) {
+  ursa__q_push(q, w);
+  if (deadline != 0) w->waitq = q;
 }
 
-/* Pop and remove leave w->waitq as it was: it is read only for a BLOCKED thread with a timer
- * (to leave its queue on timeout), and every timed wait sets it first (push, or NULL for a sleep). */
+/* Pop and remove leave w->waitq as it was (see ursa__q_push). */
 static inline struct ursa__waiter *ursa__q_pop(struct ursa__waitq *q) {
   struct ursa__waiter *w = q->head;
   if (w) {
@@ -429,17 +436,6 @@ static inline void ursa__preempt_idle(struct ursa__vp *vp, int sleep) {
 }
 
 /* ---- reports (report.c) ------------------------------------------------------------------------ */
-/* A waitable kind, as the reports print it: "what" names the wait ("ursa_mutex_lock on mutex");
- * owner, when set, gives the thread that holds obj (the wait-for graph's edge). */
-enum { URSA__WK_THREAD = 1,      /* wait_obj is the thread waited for (a join) */
-       URSA__WK_NOOBJ = 2 };     /* no object to print (a sleep)               */
-struct ursa__waitkind {
-  const char           *what;
-  struct ursa__thread *(*owner)(void *obj);
-  unsigned              flags;
-};
-/* Registers kind k (an enum ursa__wait value); from ursa_init, before VPs 1..N-1 start. */
-URSA_HIDDEN void ursa__waitkind_register(int kind, const struct ursa__waitkind *k);
 URSA_HIDDEN const char *ursa__wait_name(int kind);
 /* Prints every blocked thread and the wait-for cycles, then exits with status 3. */
 URSA_HIDDEN void ursa__deadlock_report(struct ursa__vp *vp) __attribute__((noreturn));

@@ -488,6 +488,20 @@ void ursa__join_waiter_end(struct ursa__waiter_call *c) {
   join_end(vp, c->w.wait_obj, NULL, vp->mode == URSA__SMPMODE);
 }
 
+bool ursa__joined_by(ursa_thread_t h, bool (*match)(struct ursa__waiter_call *c, const void *arg),
+                     const void *arg) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  struct ursa__thread *t = ursa__thread_get(h);
+  struct ursa__waiter *j;
+  bool r;
+  if (t == NULL) return false;
+  ursa__olock(vp, &t->lock);
+  j = t->joiner;
+  r = j != NULL && ursa__waiter_is_call(j) && match(ursa__waiter_call_of(j), arg);
+  ursa__ounlock(vp, &t->lock);
+  return r;
+}
+
 int ursa_detach(ursa_thread_t h) {
   struct ursa__thread *t;
   URSA_VP_OR_RETURN(vp);
@@ -517,6 +531,8 @@ void ursa_exit(void *result) {
   }
   ursa__thread_finish(vp, result);
 }
+
+unsigned ursa_vp_count(void) { return ursa__g.initialized ? ursa__g.nvps : 0u; }
 
 int ursa_vp_self(void) {
   struct ursa__vp *vp = ursa__tls_vp;

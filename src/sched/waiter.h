@@ -1,11 +1,12 @@
 /*
  * waiter.h - the scheduler's part of the waiter interface (src/sync/waiter.h describes it, and
- * is what a layer above src/sync/ includes): the join of a call waiter.
+ * is what a layer above src/sync/ includes): the join of a call waiter; a thread of the layer
+ * above waiting on that layer's own object (park / unpark); the names of its kinds of wait.
  */
 #ifndef URSA_SCHED_WAITER_H
 #define URSA_SCHED_WAITER_H
 
-#include "ursa.h"
+#include "../core/base.h"
 #include "../core/waiter.h"
 
 #define URSA__WAITER_API __attribute__((visibility("hidden")))
@@ -16,5 +17,39 @@
  * waits is the caller's to find (joins by call waiters are not visible to ursa_join). */
 URSA__WAITER_API int  ursa__join_waiter(ursa_thread_t h, struct ursa__waiter_call *c);
 URSA__WAITER_API void ursa__join_waiter_end(struct ursa__waiter_call *c);
+
+/* Whether the joiner of h is a call waiter for which match(c, arg) holds (under h's lock, so c is
+ * valid during the call): the caller's own cycle check (a stackless thread joining h that h is
+ * about to join).  False for a stale handle. */
+URSA__WAITER_API bool ursa__joined_by(ursa_thread_t h, bool (*match)(struct ursa__waiter_call *c, const void *arg),
+                                      const void *arg);
+
+/* ---- a thread waits on an object of the layer above ----------------------------------------------
+ * ursa__park blocks the calling ursa thread on obj, an object of the calling layer, until
+ * ursa__unpark or the deadline (CLOCK_MONOTONIC ns, 0 for none).  The layer keeps the thread's
+ * handle (ursa_self) where its waker finds it, and decides under its own lock `lock` (taken by
+ * the caller when the runtime has several VPs; park releases it once the thread is BLOCKED, so a
+ * waker that takes the lock after cannot miss it).  kind names the wait in the reports (below).
+ * Returns the wake result: the unpark's res, or -ETIMEDOUT.
+ * ursa__park_claim, with the same lock held: whether the caller may unpark t now (false when a
+ * timed park's timer has taken the wake-up, or, with one VP, t is no longer blocked).
+ * ursa__unpark wakes t with res; it may follow the claim after the lock is released. */
+URSA__WAITER_API int  ursa__park(int kind, void *obj, ursa__spin_t *lock, uint64_t deadline);
+URSA__WAITER_API bool ursa__park_claim(ursa_thread_t t, bool timed);
+URSA__WAITER_API void ursa__unpark(ursa_thread_t t, int res);
+
+/* ---- the reports ---------------------------------------------------------------------------------- */
+/* A waitable kind, as the reports print it: "what" names the wait ("ursa_mutex_lock on mutex");
+ * owner, when set, gives the thread that holds obj (the wait-for graph's edge). */
+enum { URSA__WK_THREAD = 1,      /* wait_obj is the thread waited for (a join) */
+       URSA__WK_NOOBJ = 2 };     /* no object to print (a sleep)               */
+struct ursa__waitkind {
+  const char           *what;
+  struct ursa__thread *(*owner)(void *obj);
+  unsigned              flags;
+};
+/* Registers kind k (an enum ursa__wait value): from ursa_init, before VPs 1..N-1 start, or (a
+ * layer above: src/pt/) again and again with the same pointers, which readers then see either way. */
+URSA__WAITER_API void ursa__waitkind_register(int kind, const struct ursa__waitkind *k);
 
 #endif /* URSA_SCHED_WAITER_H */

@@ -96,7 +96,7 @@ static int mutex_lock(struct ursa__mutex *x, struct ursa__vp *vp, bool try, uint
     if (x->type == URSA_MUTEX_ERRORCHECK && !try) { r = -EDEADLK; goto out; }
   }
   if (try) { r = -EBUSY; goto out; }                   /* held, also by the caller (POSIX) */
-  ursa__q_push(&x->q, &cur->w);
+  ursa__q_push_wait(&x->q, &cur->w, deadline);
   return ursa__block(vp, URSA__W_MUTEX, x, &x->lock, deadline);  /* 0: we own it now */
 out:
   ursa__ounlock(vp, &x->lock);
@@ -199,7 +199,7 @@ static int cond_wait(ursa_cond_t *c, ursa_mutex_t *m, uint64_t deadline) {
   /* Queue on the condition before the mutex is released, so a signal sent by the next owner
    * finds us: the condition's lock is held across the release (order: cond lock, mutex lock). */
   ursa__olock(vp, &x->lock);
-  ursa__q_push(&x->q, &vp->cur->w);
+  ursa__q_push_wait(&x->q, &vp->cur->w, deadline);
   ursa__olock(vp, &mx->lock);
   count = mx->count;
   mutex_release(vp, mx);

@@ -148,7 +148,7 @@ static int rdlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
     goto out;
   }
   if (try) { r = -EBUSY; goto out; }
-  ursa__q_push(&x->rq, &cur->w);
+  ursa__q_push_wait(&x->rq, &cur->w, deadline);
   r = ursa__block(vp, URSA__W_RDLOCK, x, &x->lock, deadline);
   if (r == 0) held_add(cur, x);             /* the unlocker counted us in */
   return r;
@@ -173,7 +173,7 @@ static int wrlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
     return 0;
   }
   if (try) { ursa__ounlock(vp, &x->lock); return -EBUSY; }
-  ursa__q_push(&x->wq, &cur->w);
+  ursa__q_push_wait(&x->wq, &cur->w, deadline);
   r = ursa__block(vp, URSA__W_WRLOCK, x, &x->lock, deadline);
   if (r != 0) {
     vp = URSA__VP_AFTER_SWITCH();

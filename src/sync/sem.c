@@ -50,7 +50,7 @@ int ursa_sem_destroy(ursa_sem_t *s) {
  * queued and x's lock still held (a post hands w its unit).  w NULL: the calling thread's (read
  * only when it queues, which keeps the fast path's registers free). */
 static URSA__ALWAYS_INLINE int sem_take_or_queue(struct ursa__vp *vp, struct ursa__sem *x, struct ursa__waiter *w,
-                                                 const bool smp) {
+                                                 uint64_t deadline, const bool smp) {
   vp->stats.p_ops++;
   ursa__lock_if(smp, &x->lock);
   if (ursa_likely(x->value > 0)) {
@@ -59,12 +59,12 @@ static URSA__ALWAYS_INLINE int sem_take_or_queue(struct ursa__vp *vp, struct urs
     return 0;
   }
   vp->stats.p_blocking++;
-  ursa__q_push(&x->q, w ? w : &vp->cur->w);
+  ursa__q_push_wait(&x->q, w ? w : &vp->cur->w, deadline);
   return 1;
 }
 
 static URSA__ALWAYS_INLINE int sem_wait_(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline, const int mode) {
-  if (ursa_likely(sem_take_or_queue(vp, x, NULL, mode == URSA__SMPMODE) == 0)) return 0;
+  if (ursa_likely(sem_take_or_queue(vp, x, NULL, deadline, mode == URSA__SMPMODE) == 0)) return 0;
   return ursa__block_m(mode, vp, URSA__W_SEM, x, &x->lock, deadline);   /* 0: a post handed us its unit */
 }
 
@@ -95,7 +95,7 @@ int ursa__sem_wait_waiter(ursa_sem_t *s, struct ursa__waiter_call *c) {
   const bool smp = vp->mode == URSA__SMPMODE;
   SEM_OR_RETURN(x, s);
   c->w.wait_obj = x;
-  if (sem_take_or_queue(vp, x, &c->w, smp) == 0) return 0;
+  if (sem_take_or_queue(vp, x, &c->w, 0, smp) == 0) return 0;
   ursa__unlock_if(smp, &x->lock);
   return 1;
 }
