@@ -514,14 +514,35 @@ UPT_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
 
 /* ---- spin locks, once ------------------------------------------------------------------------- */
 
-/* glibc's representation (an int, 0 free), shared with kernel threads that ursa did not make.  An
- * ursa thread yields while it spins: on one VP the holder can only run if the spinner lets it. */
+/* glibc's representation, shared with kernel threads that ursa did not make: an int whose free
+ * value is what glibc's pthread_spin_init writes (1 on x86-64, where glibc's lock decrements it;
+ * 0 elsewhere), taken by changing it from free to another value.  glibc's own lock and unlock
+ * work on the same word.  An ursa thread yields while it spins: on one VP the holder can only run
+ * if the spinner lets it. */
+static int spin_free_value(void) {
+  static int v = -1;
+  int f = __atomic_load_n(&v, __ATOMIC_RELAXED);
+  if (f < 0) {
+    pthread_spinlock_t x;
+    (void)pthread_spin_init(&x, PTHREAD_PROCESS_PRIVATE);
+    f = (int)x;
+    __atomic_store_n(&v, f, __ATOMIC_RELAXED);
+  }
+  return f;
+}
+
+static int spin_try(pthread_spinlock_t *l, int f) {
+  int v = f;
+  return __atomic_compare_exchange_n((int *)l, &v, f ^ 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
 UPT_EXPORT int pthread_spin_lock(pthread_spinlock_t *l) {
-  int n = 0;
+  int n = 0, f;
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_spin_lock)(l);
-  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) != 0) {
-    while (__atomic_load_n(l, __ATOMIC_RELAXED) != 0) {
+  f = spin_free_value();
+  while (!spin_try(l, f)) {
+    while (__atomic_load_n((int *)l, __ATOMIC_RELAXED) != f) {
       if (++n < 64) upt_cpu_relax();
       else { (void)ursa_yield(); n = 0; }
     }
@@ -530,11 +551,15 @@ UPT_EXPORT int pthread_spin_lock(pthread_spinlock_t *l) {
 }
 
 UPT_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l) {
-  return __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0 ? 0 : EBUSY;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_spin_trylock)(l);
+  return spin_try(l, spin_free_value()) ? 0 : EBUSY;
 }
 
 UPT_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
-  __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_spin_unlock)(l);
+  __atomic_store_n((int *)l, spin_free_value(), __ATOMIC_RELEASE);   /* release: pairs with try */
   return 0;
 }
 
