@@ -54,6 +54,8 @@ static void *join(pthread_t t) {
 /* ---- threads -------------------------------------------------------------------------------- */
 
 static pthread_t seen_self;
+static sem_t hold;
+static void *wait_hold(void *a) { CHECK_EQ(sem_wait(&hold), 0); return a; }
 static void *ret_arg(void *a) { seen_self = pthread_self(); return a; }
 static void *exit_arg(void *a) { pthread_exit(a); }
 
@@ -85,8 +87,10 @@ static void case_threads(void) {
   CHECK_EQ(pthread_setname_np(t, "a-name-longer-than-15"), ERANGE);
   join(t);
   CHECK_EQ(pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED), 0);
-  CHECK_EQ(pthread_create(&t, &a, ret_arg, NULL), 0);
+  CHECK_EQ(sem_init(&hold, 0, 0), 0);
+  CHECK_EQ(pthread_create(&t, &a, wait_hold, NULL), 0);   /* alive until posted: no race */
   CHECK_EQ(pthread_join(t, NULL), EINVAL);
+  CHECK_EQ(sem_post(&hold), 0);
   pthread_attr_destroy(&a);
   t = spawn(ret_arg, NULL);
   CHECK_EQ(pthread_detach(t), 0);
