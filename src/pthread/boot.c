@@ -1,0 +1,131 @@
+/*
+ * boot.c - how libursa-pthread takes over a process, and who gets glibc instead.
+ *
+ * libursa-pthread.so exports the POSIX names (pthread_create, pthread_mutex_lock, sem_wait,
+ * nanosleep, ...).  Loaded with LD_PRELOAD (ursa-run), or linked before libc (-lursa-pthread), it
+ * comes before glibc in the dynamic linker's search order, so every call of the program and of its
+ * libraries (libstdc++'s std::thread and std::mutex, libgcc's unwinder) reaches it.  It uses
+ * ursa's public API only (include/ursa.h).
+ *
+ * Bootstrap.  A constructor calls ursa_init(NULL) before main: the kernel thread that runs the
+ * constructors becomes VP 0 and main an ursa thread (settings come from the URSA_* variables, as
+ * for any ursa program; ursa-run sets them).  Returning from main or exit() from any thread ends
+ * the process at once with its status (ursa_init's contract: no ursa_fini is needed, none is
+ * called).  If ursa_init fails (a bad URSA_* setting, the child of a fork made with several VPs),
+ * the constructor says so on stderr and the process runs on glibc: every call is forwarded.
+ *
+ * Who is served by ursa.  A call is served by the layer when the caller is an ursa thread, i.e.
+ * when ursa_self() is not URSA_THREAD_NULL.  Every other caller is forwarded to glibc's own
+ * function (dlsym(RTLD_NEXT), resolved at first use, so that calls made before the constructor
+ * work too) and blocks its kernel thread as glibc would:
+ *   - kernel threads ursa did not make: a library's helper thread, a signal-handling thread, and
+ *     every thread created by such threads (their pthread_create is glibc's);
+ *   - code that runs before the constructor or after ursa_init failed;
+ *   - ursa itself.  libursa.so calls pthread_create (its VPs' kernel threads and the dump thread),
+ *     pthread_join, pthread_sigmask, sem_wait / sem_post (the dump thread's bell),
+ *     clock_nanosleep (an idle VP), sched_yield (its spin locks' back-off), pthread_once,
+ *     pthread_self and pthread_getattr_np.  Under LD_PRELOAD those calls resolve to this
+ *     library too, and some of them are made while an ursa thread is current (a spin lock's
+ *     back-off inside ursa_mutex_lock, say): serving them with ursa would recurse into the
+ *     scheduler.  So every entry point first checks its return address: a call from libursa.so's
+ *     code (its executable segment, found once with dl_iterate_phdr) is forwarded, whoever runs
+ *     it.  The check costs two compares.
+ * The two populations must not share objects: a mutex locked by an ursa thread is an ursa-layer
+ * mutex, and a kernel thread that ursa did not make cannot lock it (glibc would read the layer's
+ * words as its own).  Objects initialized by glibc before the constructor and never locked then
+ * (a static mutex, a mutex of a library's constructor) are fine: the layer reads glibc's kind
+ * field where glibc keeps it.
+ *
+ * Objects live in the caller's memory, in glibc's sizes (static asserts in sync.c), with no
+ * allocation: an all-zero object is an unlocked mutex, an unsignalled condition, a free rwlock,
+ * which is what glibc's static initializers are, so an object initialized statically works from
+ * its first use on any VP, without an init call or a race to make one.
+ *
+ * Threads.  pthread_create makes a detached ursa thread that runs a record's start function; the
+ * record (a pthread_t is its address) keeps what POSIX needs and ursa does not: join and detach,
+ * the exit value, the key values and their destructors (PTHREAD_KEYS_MAX keys, up to
+ * PTHREAD_DESTRUCTOR_ITERATIONS rounds), cancellation and cleanup buffers, the name and the
+ * attributes.  The stack size of an attribute is honoured; a default attribute gets ursa's
+ * default stack (URSA_STACK_SIZE, 64 KiB), not glibc's 8 MiB; a stack address given with
+ * pthread_attr_setstack is stored and reported but ursa maps its own stack of that size.
+ *
+ * Errors are POSIX's: positive errno values, errno for the sem_* functions and the sleeps.
+ */
+#include "upt.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- glibc's functions ------------------------------------------------------------------------ */
+
+static void *reals[UPT_R_COUNT];
+
+void *upt_real(int index, const char *name) {
+  void *f = __atomic_load_n(&reals[index], __ATOMIC_ACQUIRE);
+  if (upt_unlikely(f == NULL)) {
+    f = dlsym(RTLD_NEXT, name);
+    if (f == NULL) {
+      fprintf(stderr, "ursa-pthread: the C library has no %s; aborting\n", name);
+      abort();
+    }
+    __atomic_store_n(&reals[index], f, __ATOMIC_RELEASE);   /* release: pairs with the load */
+  }
+  return f;
+}
+
+/* ---- libursa's code --------------------------------------------------------------------------- */
+
+static uintptr_t ursa_lo, ursa_hi;     /* libursa.so's executable segment, [lo, hi)          */
+
+int upt_from_ursa(const void *ra) {
+  uintptr_t a = (uintptr_t)ra;
+  return a >= ursa_lo && a < ursa_hi;
+}
+
+static int find_ursa(struct dl_phdr_info *info, size_t size, void *data) {
+  uintptr_t target = (uintptr_t)data;
+  int i;
+  (void)size;
+  for (i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && target >= lo && target < hi) {
+      if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0') return 1;   /* the program */
+      ursa_lo = lo;
+      ursa_hi = hi;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* ---- the constructor -------------------------------------------------------------------------- */
+
+int upt_booted;
+
+__attribute__((constructor(101))) static void upt_boot(void) {
+  int rc;
+  int i;
+  /* Resolve every forward now, while the process has one thread. */
+#define UPT_RESOLVE(name) (void)upt_real(UPT_R_##name, #name);
+  UPT_REALS(UPT_RESOLVE)
+#undef UPT_RESOLVE
+  (void)i;
+  dl_iterate_phdr(find_ursa, (void *)(uintptr_t)&ursa_init);
+  if (ursa_lo == 0) {
+    fprintf(stderr, "ursa-pthread: ursa is linked into the program, not loaded as libursa.so: "
+                    "POSIX threads run on the system's threads\n");
+    return;
+  }
+  rc = ursa_init(NULL);
+  if (rc < 0) {
+    if (rc != -ECHILD)
+      fprintf(stderr, "ursa-pthread: ursa_init failed (%s): POSIX threads run on the system's "
+                      "threads\n", ursa_strerror(rc));
+    return;
+  }
+  upt_boot_threads();
+  __atomic_store_n(&upt_booted, 1, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,719 @@
+/*
+ * sync.c - mutexes, condition variables, rwlocks, barriers, spin locks, once and unnamed
+ * semaphores of the POSIX-threads layer, in the caller's memory and glibc's sizes.
+ *
+ * Each object overlays glibc's type with a struct of its own (checked below: it fits, and the
+ * fields that glibc's static initializers set sit where glibc keeps them).  An all-zero object is
+ * a ready one, so PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_RWLOCK_INITIALIZER
+ * and the _NP mutex initializers (which set only __kind) need no init call, and there is no
+ * first-use race between VPs.  Destroy writes a marker that later calls answer with EINVAL; a
+ * semaphore carries a magic word (sem_t has no static initializer), so a sem_t the layer did not
+ * initialize goes to glibc (process-shared and named semaphores are glibc's).
+ *
+ * Mutexes hand the lock over: an unlock with waiters makes the first waiter the owner before it
+ * runs (FIFO, no barging, no lost wake-up).  The owner is recorded for every type; as in glibc, a
+ * NORMAL or DEFAULT mutex may be unlocked by a thread that does not hold it (the blog's
+ * thread-ring does), ERRORCHECK and RECURSIVE ones answer EPERM.  A NORMAL mutex relocked by its
+ * owner deadlocks, as POSIX says (ursa's deadlock report names the thread).  Robust and
+ * priority-protocol attributes answer ENOTSUP.
+ */
+#include "upt.h"
+
+#include <limits.h>
+#include <stddef.h>
+
+#define UPT_ENTER(me)                                                                            \
+  struct upt_thread *me = upt_from_ursa(__builtin_return_address(0)) ? NULL : upt_self()
+
+#define UPT_DEAD 0x64656164                     /* "dead": destroyed */
+
+/* ---- mutexes ---------------------------------------------------------------------------------- */
+
+struct upt_mutex {               /* overlays pthread_mutex_t                                    */
+  uint32_t spin;                 /* glibc __lock                                                */
+  uint32_t depth;                /* glibc __count: RECURSIVE levels beyond the first            */
+  struct upt_thread *owner;      /* glibc __owner, __nusers: the holder, NULL when free          */
+  int kind;                      /* glibc __kind: PTHREAD_MUTEX_*; UPT_DEAD once destroyed       */
+  int spare;
+  struct upt_queue q;            /* waiters, FIFO                                                */
+};
+_Static_assert(sizeof(struct upt_mutex) <= sizeof(pthread_mutex_t), "upt_mutex fits");
+_Static_assert(offsetof(struct upt_mutex, kind) == offsetof(pthread_mutex_t, __data.__kind),
+               "the kind sits where glibc's initializers put it");
+#if defined(__x86_64__)
+_Static_assert(sizeof(pthread_mutex_t) == 40 && sizeof(pthread_cond_t) == 48 &&
+               sizeof(pthread_rwlock_t) == 56 && sizeof(pthread_barrier_t) == 32 &&
+               sizeof(sem_t) == 32, "glibc's sizes on x86-64");
+#endif
+
+/* The type of m (PTHREAD_MUTEX_NORMAL .. ADAPTIVE_NP, the last one served as NORMAL), or -1 for a
+ * destroyed mutex or one whose kind glibc would not make (robust, priority protocols, garbage).
+ * glibc's elision and process-shared bits are ignored. */
+static int mutex_type(const struct upt_mutex *m) {
+  int k = m->kind;
+  if (k & ~(3 | 128 | 256 | 512)) return -1;
+  k &= 3;
+  return k == PTHREAD_MUTEX_ADAPTIVE_NP ? PTHREAD_MUTEX_NORMAL : k;
+}
+
+static int mutex_lock(struct upt_thread *me, struct upt_mutex *m, int type, int mode, int clock,
+                      const struct timespec *abs) {
+  struct upt_thread *o = NULL;
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0 };
+  /* acquire: pairs with the release of unlock */
+  if (__atomic_compare_exchange_n(&m->owner, &o, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    return 0;
+  if (o == me) {
+    if (type == PTHREAD_MUTEX_RECURSIVE) {
+      if (m->depth == UINT32_MAX) return EAGAIN;
+      m->depth++;
+      return 0;
+    }
+    if (type == PTHREAD_MUTEX_ERRORCHECK) return EDEADLK;
+  }
+  if (mode == 1) return EBUSY;
+  if (mode == 2) {
+    int e = upt_check_deadline(clock, abs);
+    if (e) return e;
+  }
+  upt_spin_lock(&m->spin);
+  o = NULL;
+  if (__atomic_compare_exchange_n(&m->owner, &o, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    upt_spin_unlock(&m->spin);
+    return 0;
+  }
+  upt_q_push(&m->q, &w);
+  upt_spin_unlock(&m->spin);
+  if (upt_park(me, &w, clock, mode == 2 ? abs : NULL, 0) == UPT_W_WOKEN) return 0;  /* owner now */
+  upt_spin_lock(&m->spin);
+  upt_q_remove(&m->q, &w);
+  upt_spin_unlock(&m->spin);
+  return ETIMEDOUT;
+}
+
+static int mutex_unlock(struct upt_thread *me, struct upt_mutex *m, int type) {
+  struct upt_thread *o = __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
+  struct upt_waiter *w;
+  if (type != PTHREAD_MUTEX_NORMAL) {
+    if (o != me) return EPERM;
+    if (m->depth) { m->depth--; return 0; }
+  } else if (o == NULL) {
+    return 0;                                   /* glibc: unlocking a free NORMAL mutex is quiet */
+  }
+  upt_spin_lock(&m->spin);
+  while ((w = upt_q_pop(&m->q)) != NULL) {
+    struct upt_thread *next = w->t;
+    if (upt_wake(w)) {                          /* hand over: next owns it before it runs */
+      __atomic_store_n(&m->owner, next, __ATOMIC_RELEASE);
+      upt_spin_unlock(&m->spin);
+      return 0;
+    }
+  }
+  __atomic_store_n(&m->owner, NULL, __ATOMIC_RELEASE);   /* release: pairs with lock's acquire */
+  upt_spin_unlock(&m->spin);
+  return 0;
+}
+
+int upt_mutex_lock_internal(struct upt_thread *me, pthread_mutex_t *pm, unsigned *depth) {
+  struct upt_mutex *m = (struct upt_mutex *)pm;
+  int type = mutex_type(m), e;
+  if (type < 0) return EINVAL;
+  e = mutex_lock(me, m, type, 0, CLOCK_REALTIME, NULL);
+  if (e == 0 && type == PTHREAD_MUTEX_RECURSIVE) m->depth = *depth;
+  return e;
+}
+
+/* Releases pm entirely for a condition wait; *depth keeps a RECURSIVE mutex's extra levels. */
+int upt_mutex_unlock_internal(struct upt_thread *me, pthread_mutex_t *pm, unsigned *depth) {
+  struct upt_mutex *m = (struct upt_mutex *)pm;
+  int type = mutex_type(m);
+  if (type < 0) return EINVAL;
+  if (type != PTHREAD_MUTEX_NORMAL && __atomic_load_n(&m->owner, __ATOMIC_RELAXED) != me)
+    return EPERM;
+  *depth = m->depth;
+  m->depth = 0;
+  return mutex_unlock(me, m, type);
+}
+
+UPT_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *attr) {
+  struct upt_mutex *m = (struct upt_mutex *)pm;
+  int type = PTHREAD_MUTEX_NORMAL;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_mutex_init)(pm, attr);
+  if (attr && REAL(pthread_mutexattr_gettype)(attr, &type) != 0) return EINVAL;
+  __builtin_memset(pm, 0, sizeof *pm);
+  m->kind = type;
+  return 0;
+}
+
+UPT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm) {
+  struct upt_mutex *m = (struct upt_mutex *)pm;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_mutex_destroy)(pm);
+  if (mutex_type(m) < 0) return EINVAL;
+  upt_spin_lock(&m->spin);
+  if (__atomic_load_n(&m->owner, __ATOMIC_RELAXED) || m->q.head) {
+    upt_spin_unlock(&m->spin);
+    return EBUSY;
+  }
+  m->kind = UPT_DEAD;
+  upt_spin_unlock(&m->spin);
+  return 0;
+}
+
+UPT_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
+  struct upt_mutex *m = (struct upt_mutex *)pm;
+  int type;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_mutex_lock)(pm);
+  if ((type = mutex_type(m)) < 0) return EINVAL;
+  return mutex_lock(me, m, type, 0, CLOCK_REALTIME, NULL);
+}
+
+UPT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *pm) {
+  struct upt_mutex *m = (struct upt_mutex *)pm;
+  int type;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_mutex_trylock)(pm);
+  if ((type = mutex_type(m)) < 0) return EINVAL;
+  return mutex_lock(me, m, type, 1, CLOCK_REALTIME, NULL);
+}
+
+UPT_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *abs) {
+  struct upt_mutex *m = (struct upt_mutex *)pm;
+  int type;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_mutex_timedlock)(pm, abs);
+  if ((type = mutex_type(m)) < 0) return EINVAL;
+  return mutex_lock(me, m, type, 2, CLOCK_REALTIME, abs);
+}
+
+UPT_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
+                                       const struct timespec *abs) {
+  struct upt_mutex *m = (struct upt_mutex *)pm;
+  int type;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_mutex_clocklock)(pm, clock, abs);
+  if ((type = mutex_type(m)) < 0) return EINVAL;
+  return mutex_lock(me, m, type, 2, clock, abs);
+}
+
+UPT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm) {
+  struct upt_mutex *m = (struct upt_mutex *)pm;
+  int type;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_mutex_unlock)(pm);
+  if ((type = mutex_type(m)) < 0) return EINVAL;
+  return mutex_unlock(me, m, type);
+}
+
+UPT_EXPORT int pthread_mutex_consistent(pthread_mutex_t *pm) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_mutex_consistent)(pm);
+  return EINVAL;                                /* no mutex of the layer is robust */
+}
+
+/* The attributes are glibc's; those the layer cannot honour are refused where they are set. */
+UPT_EXPORT int pthread_mutexattr_setrobust(pthread_mutexattr_t *a, int robust) {
+  if (robust == PTHREAD_MUTEX_ROBUST && !upt_from_ursa(__builtin_return_address(0)) && upt_self())
+    return ENOTSUP;
+  return REAL(pthread_mutexattr_setrobust)(a, robust);
+}
+
+UPT_EXPORT int pthread_mutexattr_setprotocol(pthread_mutexattr_t *a, int protocol) {
+  if (protocol != PTHREAD_PRIO_NONE && !upt_from_ursa(__builtin_return_address(0)) && upt_self())
+    return ENOTSUP;
+  return REAL(pthread_mutexattr_setprotocol)(a, protocol);
+}
+
+UPT_EXPORT int pthread_mutexattr_setpshared(pthread_mutexattr_t *a, int pshared) {
+  if (pshared == PTHREAD_PROCESS_SHARED && !upt_from_ursa(__builtin_return_address(0)) && upt_self())
+    return ENOTSUP;
+  return REAL(pthread_mutexattr_setpshared)(a, pshared);
+}
+
+/* ---- condition variables ---------------------------------------------------------------------- */
+
+struct upt_cond {                /* overlays pthread_cond_t; all zero: CLOCK_REALTIME, no waiters */
+  uint32_t spin;
+  int clock;                     /* pthread_condattr_setclock's clock                          */
+  struct upt_queue q;
+  int dead;                      /* UPT_DEAD once destroyed                                    */
+};
+_Static_assert(sizeof(struct upt_cond) <= sizeof(pthread_cond_t), "upt_cond fits");
+
+UPT_EXPORT int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *attr) {
+  struct upt_cond *c = (struct upt_cond *)pc;
+  clockid_t clock = CLOCK_REALTIME;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_cond_init)(pc, attr);
+  if (attr && REAL(pthread_condattr_getclock)(attr, &clock) != 0) return EINVAL;
+  __builtin_memset(pc, 0, sizeof *pc);
+  c->clock = (int)clock;
+  return 0;
+}
+
+UPT_EXPORT int pthread_cond_destroy(pthread_cond_t *pc) {
+  struct upt_cond *c = (struct upt_cond *)pc;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_cond_destroy)(pc);
+  upt_spin_lock(&c->spin);
+  if (c->dead == UPT_DEAD) { upt_spin_unlock(&c->spin); return EINVAL; }
+  if (c->q.head) { upt_spin_unlock(&c->spin); return EBUSY; }
+  c->dead = UPT_DEAD;
+  upt_spin_unlock(&c->spin);
+  return 0;
+}
+
+/* The three waits; a cancellation point: a cancelled waiter takes the mutex back, then runs its
+ * cleanup handlers, and consumes no signal. */
+static int cond_wait(struct upt_thread *me, struct upt_cond *c, pthread_mutex_t *pm, int clock,
+                     const struct timespec *abs) {
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0 };
+  unsigned depth;
+  int st, e;
+  if (c->dead == UPT_DEAD) return EINVAL;
+  if (abs && (e = upt_check_deadline(clock, abs)) != 0) return e;
+  upt_spin_lock(&c->spin);
+  upt_q_push(&c->q, &w);
+  upt_spin_unlock(&c->spin);
+  if ((e = upt_mutex_unlock_internal(me, pm, &depth)) != 0) {
+    upt_spin_lock(&c->spin);
+    upt_q_remove(&c->q, &w);
+    upt_spin_unlock(&c->spin);
+    return e;
+  }
+  st = upt_park(me, &w, clock, abs, 1);
+  if (st != UPT_W_WOKEN) {
+    upt_spin_lock(&c->spin);
+    upt_q_remove(&c->q, &w);
+    upt_spin_unlock(&c->spin);
+  }
+  (void)upt_mutex_lock_internal(me, pm, &depth);
+  if (st == UPT_W_CANCELED) upt_cancel_now(me);
+  return st == UPT_W_TIMEDOUT ? ETIMEDOUT : 0;
+}
+
+UPT_EXPORT int pthread_cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_cond_wait)(pc, pm);
+  return cond_wait(me, (struct upt_cond *)pc, pm, CLOCK_REALTIME, NULL);
+}
+
+UPT_EXPORT int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
+                                      const struct timespec *abs) {
+  struct upt_cond *c = (struct upt_cond *)pc;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_cond_timedwait)(pc, pm, abs);
+  return cond_wait(me, c, pm, c->clock, abs);
+}
+
+UPT_EXPORT int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clock,
+                                      const struct timespec *abs) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_cond_clockwait)(pc, pm, clock, abs);
+  return cond_wait(me, (struct upt_cond *)pc, pm, clock, abs);
+}
+
+static int cond_wake(struct upt_cond *c, int all) {
+  struct upt_waiter *w;
+  if (c->dead == UPT_DEAD) return EINVAL;
+  upt_spin_lock(&c->spin);
+  while ((w = upt_q_pop(&c->q)) != NULL)
+    if (upt_wake(w) && !all) break;
+  upt_spin_unlock(&c->spin);
+  return 0;
+}
+
+UPT_EXPORT int pthread_cond_signal(pthread_cond_t *pc) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_cond_signal)(pc);
+  return cond_wake((struct upt_cond *)pc, 0);
+}
+
+UPT_EXPORT int pthread_cond_broadcast(pthread_cond_t *pc) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_cond_broadcast)(pc);
+  return cond_wake((struct upt_cond *)pc, 1);
+}
+
+/* ---- read-write locks ------------------------------------------------------------------------- */
+
+/* glibc's default kind prefers readers (a reader gets the lock whenever no writer holds it, so a
+ * thread may take a read lock twice); so does this one.  An unlock that frees the lock hands it to
+ * the first waiter: a writer, or every waiting reader. */
+struct upt_rwlock {              /* overlays pthread_rwlock_t; glibc's __flags (offset 48) kept  */
+  uint32_t spin;
+  int dead;
+  uint32_t readers;              /* read holds                                                  */
+  uint32_t spare;
+  struct upt_thread *writer;     /* the write holder                                            */
+  struct upt_queue q;            /* kind: UPT_RW_READ or UPT_RW_WRITE                            */
+};
+enum { UPT_RW_READ = 1, UPT_RW_WRITE = 2 };
+_Static_assert(sizeof(struct upt_rwlock) <= 40 && sizeof(pthread_rwlock_t) >= 40,
+               "upt_rwlock fits before glibc's __pad2 and __flags");
+
+/* Hands a free lock to its first waiters.  Under the spin lock. */
+static void rw_grant(struct upt_rwlock *l) {
+  struct upt_waiter *w, **p;
+  if (l->writer || l->readers) return;
+  while ((w = l->q.head) != NULL && w->kind == UPT_RW_WRITE) {
+    struct upt_thread *t = w->t;
+    upt_q_pop(&l->q);
+    if (upt_wake(w)) { l->writer = t; return; }
+  }
+  for (p = &l->q.head; (w = *p) != NULL;) {      /* every waiting reader */
+    if (w->kind == UPT_RW_READ) {
+      upt_q_remove(&l->q, w);
+      if (upt_wake(w)) l->readers++;
+    } else {
+      p = &w->next;
+    }
+  }
+}
+
+static int rw_lock(struct upt_thread *me, struct upt_rwlock *l, int kind, int mode, int clock,
+                   const struct timespec *abs) {
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, kind };
+  int e;
+  if (l->dead == UPT_DEAD) return EINVAL;
+  if (mode == 2 && (e = upt_check_deadline(clock, abs)) != 0) return e;
+  upt_spin_lock(&l->spin);
+  if (l->writer == me) { upt_spin_unlock(&l->spin); return EDEADLK; }
+  if (kind == UPT_RW_READ ? l->writer == NULL : (l->writer == NULL && l->readers == 0)) {
+    if (kind == UPT_RW_READ) {
+      if (l->readers == UINT32_MAX) { upt_spin_unlock(&l->spin); return EAGAIN; }
+      l->readers++;
+    } else {
+      l->writer = me;
+    }
+    upt_spin_unlock(&l->spin);
+    return 0;
+  }
+  if (mode == 1) { upt_spin_unlock(&l->spin); return EBUSY; }
+  upt_q_push(&l->q, &w);
+  upt_spin_unlock(&l->spin);
+  if (upt_park(me, &w, clock, mode == 2 ? abs : NULL, 0) == UPT_W_WOKEN) return 0;
+  upt_spin_lock(&l->spin);
+  upt_q_remove(&l->q, &w);
+  upt_spin_unlock(&l->spin);
+  return ETIMEDOUT;
+}
+
+UPT_EXPORT int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockattr_t *attr) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_rwlock_init)(pl, attr);
+  __builtin_memset(pl, 0, sizeof *pl);
+  return 0;
+}
+
+UPT_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *pl) {
+  struct upt_rwlock *l = (struct upt_rwlock *)pl;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_rwlock_destroy)(pl);
+  upt_spin_lock(&l->spin);
+  if (l->dead == UPT_DEAD) { upt_spin_unlock(&l->spin); return EINVAL; }
+  if (l->writer || l->readers || l->q.head) { upt_spin_unlock(&l->spin); return EBUSY; }
+  l->dead = UPT_DEAD;
+  upt_spin_unlock(&l->spin);
+  return 0;
+}
+
+#define RW_FN(name, kind, mode, clockexpr, absexpr, params, args)                               \
+  UPT_EXPORT int name params {                                                                   \
+    UPT_ENTER(me);                                                                               \
+    if (me == NULL) return REAL(name) args;                                                      \
+    return rw_lock(me, (struct upt_rwlock *)pl, kind, mode, clockexpr, absexpr);                 \
+  }
+RW_FN(pthread_rwlock_rdlock, UPT_RW_READ, 0, CLOCK_REALTIME, NULL, (pthread_rwlock_t *pl), (pl))
+RW_FN(pthread_rwlock_tryrdlock, UPT_RW_READ, 1, CLOCK_REALTIME, NULL, (pthread_rwlock_t *pl), (pl))
+RW_FN(pthread_rwlock_wrlock, UPT_RW_WRITE, 0, CLOCK_REALTIME, NULL, (pthread_rwlock_t *pl), (pl))
+RW_FN(pthread_rwlock_trywrlock, UPT_RW_WRITE, 1, CLOCK_REALTIME, NULL, (pthread_rwlock_t *pl), (pl))
+RW_FN(pthread_rwlock_timedrdlock, UPT_RW_READ, 2, CLOCK_REALTIME, abs,
+      (pthread_rwlock_t *pl, const struct timespec *abs), (pl, abs))
+RW_FN(pthread_rwlock_timedwrlock, UPT_RW_WRITE, 2, CLOCK_REALTIME, abs,
+      (pthread_rwlock_t *pl, const struct timespec *abs), (pl, abs))
+RW_FN(pthread_rwlock_clockrdlock, UPT_RW_READ, 2, (int)clock, abs,
+      (pthread_rwlock_t *pl, clockid_t clock, const struct timespec *abs), (pl, clock, abs))
+RW_FN(pthread_rwlock_clockwrlock, UPT_RW_WRITE, 2, (int)clock, abs,
+      (pthread_rwlock_t *pl, clockid_t clock, const struct timespec *abs), (pl, clock, abs))
+
+UPT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
+  struct upt_rwlock *l = (struct upt_rwlock *)pl;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_rwlock_unlock)(pl);
+  if (l->dead == UPT_DEAD) return EINVAL;
+  upt_spin_lock(&l->spin);
+  if (l->writer == me) l->writer = NULL;
+  else if (l->writer == NULL && l->readers > 0) l->readers--;
+  else { upt_spin_unlock(&l->spin); return EPERM; }
+  rw_grant(l);
+  upt_spin_unlock(&l->spin);
+  return 0;
+}
+
+/* ---- barriers --------------------------------------------------------------------------------- */
+
+#define UPT_BARRIER_MAGIC 0x62617272u              /* "barr" */
+struct upt_barrier {             /* overlays pthread_barrier_t                                  */
+  uint32_t spin;
+  uint32_t count;
+  uint32_t arrived;
+  uint32_t magic;
+  struct upt_queue q;
+};
+_Static_assert(sizeof(struct upt_barrier) <= sizeof(pthread_barrier_t), "upt_barrier fits");
+
+UPT_EXPORT int pthread_barrier_init(pthread_barrier_t *pb, const pthread_barrierattr_t *attr,
+                                    unsigned count) {
+  struct upt_barrier *b = (struct upt_barrier *)pb;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_barrier_init)(pb, attr, count);
+  if (count == 0) return EINVAL;
+  __builtin_memset(pb, 0, sizeof *pb);
+  b->count = count;
+  b->magic = UPT_BARRIER_MAGIC;
+  return 0;
+}
+
+UPT_EXPORT int pthread_barrier_destroy(pthread_barrier_t *pb) {
+  struct upt_barrier *b = (struct upt_barrier *)pb;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_barrier_destroy)(pb);
+  upt_spin_lock(&b->spin);
+  if (b->magic != UPT_BARRIER_MAGIC) { upt_spin_unlock(&b->spin); return EINVAL; }
+  if (b->arrived) { upt_spin_unlock(&b->spin); return EBUSY; }
+  b->magic = UPT_DEAD;
+  upt_spin_unlock(&b->spin);
+  return 0;
+}
+
+UPT_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
+  struct upt_barrier *b = (struct upt_barrier *)pb;
+  struct upt_waiter w, *x;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_barrier_wait)(pb);
+  upt_spin_lock(&b->spin);
+  if (b->magic != UPT_BARRIER_MAGIC) { upt_spin_unlock(&b->spin); return EINVAL; }
+  if (++b->arrived == b->count) {
+    b->arrived = 0;
+    while ((x = upt_q_pop(&b->q)) != NULL) upt_wake(x);
+    upt_spin_unlock(&b->spin);
+    return PTHREAD_BARRIER_SERIAL_THREAD;
+  }
+  w.next = NULL;
+  w.t = me;
+  w.state = UPT_W_WAITING;
+  w.kind = 0;
+  upt_q_push(&b->q, &w);
+  upt_spin_unlock(&b->spin);
+  (void)upt_park(me, &w, CLOCK_REALTIME, NULL, 0);
+  return 0;
+}
+
+/* ---- spin locks, once ------------------------------------------------------------------------- */
+
+/* glibc's representation, shared with kernel threads that ursa did not make: an int whose free
+ * value is what glibc's pthread_spin_init writes (1 on x86-64, where glibc's lock decrements it;
+ * 0 elsewhere), taken by changing it from free to another value.  glibc's own lock and unlock
+ * work on the same word.  An ursa thread yields while it spins: on one VP the holder can only run
+ * if the spinner lets it. */
+static int spin_free_value(void) {
+  static int v = -1;
+  int f = __atomic_load_n(&v, __ATOMIC_RELAXED);
+  if (f < 0) {
+    pthread_spinlock_t x;
+    (void)pthread_spin_init(&x, PTHREAD_PROCESS_PRIVATE);
+    f = (int)x;
+    __atomic_store_n(&v, f, __ATOMIC_RELAXED);
+  }
+  return f;
+}
+
+static int spin_try(pthread_spinlock_t *l, int f) {
+  int v = f;
+  return __atomic_compare_exchange_n((int *)l, &v, f ^ 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+UPT_EXPORT int pthread_spin_lock(pthread_spinlock_t *l) {
+  int n = 0, f;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_spin_lock)(l);
+  f = spin_free_value();
+  while (!spin_try(l, f)) {
+    while (__atomic_load_n((int *)l, __ATOMIC_RELAXED) != f) {
+      if (++n < 64) upt_cpu_relax();
+      else { (void)ursa_yield(); n = 0; }
+    }
+  }
+  return 0;
+}
+
+UPT_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_spin_trylock)(l);
+  return spin_try(l, spin_free_value()) ? 0 : EBUSY;
+}
+
+UPT_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_spin_unlock)(l);
+  __atomic_store_n((int *)l, spin_free_value(), __ATOMIC_RELEASE);   /* release: pairs with try */
+  return 0;
+}
+
+/* pthread_once_t is an int.  glibc's encoding: bit 0 = running, bit 1 = done; the layer uses 1 for
+ * running and 2 for done, so an object completed by glibc before the constructor reads as done.
+ * A caller that finds it running yields until it is done (init routines are short). */
+UPT_EXPORT int pthread_once(pthread_once_t *once, void (*fn)(void)) {
+  int v;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_once)(once, fn);
+  for (;;) {
+    v = __atomic_load_n(once, __ATOMIC_ACQUIRE);   /* acquire: pairs with the done store */
+    if (v & 2) return 0;
+    if (v == 0 && __atomic_compare_exchange_n(once, &v, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      fn();
+      __atomic_store_n(once, 2, __ATOMIC_RELEASE);
+      return 0;
+    }
+    (void)ursa_yield();
+  }
+}
+
+/* ---- unnamed semaphores ----------------------------------------------------------------------- */
+
+#define UPT_SEM_MAGIC 0x73656d61u                  /* "sema" */
+struct upt_sem {                 /* overlays sem_t (glibc's own sem uses the first 16 bytes)      */
+  uint32_t spin;
+  uint32_t value;                /* atomic                                                     */
+  struct upt_queue q;
+  uint32_t magic;                /* UPT_SEM_MAGIC while initialized by the layer; UPT_DEAD after */
+  uint32_t spare;
+};
+_Static_assert(sizeof(struct upt_sem) <= sizeof(sem_t), "upt_sem fits");
+
+/* 1 when s is the layer's, 0 when it is glibc's (never initialized by the layer), -1 when the
+ * layer destroyed it. */
+static int sem_mine(const struct upt_sem *s) {
+  uint32_t m = __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE);
+  return m == UPT_SEM_MAGIC ? 1 : m == UPT_DEAD ? -1 : 0;
+}
+
+UPT_EXPORT int sem_init(sem_t *ps, int pshared, unsigned value) {
+  struct upt_sem *s = (struct upt_sem *)ps;
+  UPT_ENTER(me);
+  if (me == NULL || pshared) return REAL(sem_init)(ps, pshared, value);
+  if (value > SEM_VALUE_MAX) return upt_errno(EINVAL);
+  __builtin_memset(ps, 0, sizeof *ps);
+  s->value = value;
+  __atomic_store_n(&s->magic, UPT_SEM_MAGIC, __ATOMIC_RELEASE);
+  return 0;
+}
+
+UPT_EXPORT int sem_destroy(sem_t *ps) {
+  struct upt_sem *s = (struct upt_sem *)ps;
+  int mine;
+  UPT_ENTER(me);
+  if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_destroy)(ps);
+  if (mine < 0) return upt_errno(EINVAL);
+  upt_spin_lock(&s->spin);
+  if (s->q.head) { upt_spin_unlock(&s->spin); return upt_errno(EBUSY); }
+  __atomic_store_n(&s->magic, UPT_DEAD, __ATOMIC_RELEASE);
+  upt_spin_unlock(&s->spin);
+  return 0;
+}
+
+static int sem_take(struct upt_sem *s) {
+  uint32_t v = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
+  while (v > 0)
+    if (__atomic_compare_exchange_n(&s->value, &v, v - 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      return 1;
+  return 0;
+}
+
+/* mode 0 waits, 2 has a deadline.  A cancellation point when it blocks. */
+static int sem_block(struct upt_thread *me, struct upt_sem *s, int mode, int clock,
+                     const struct timespec *abs) {
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0 };
+  int st, e;
+  if (sem_take(s)) return 0;
+  if (mode == 2 && (e = upt_check_deadline(clock, abs)) != 0) return upt_errno(e);
+  upt_spin_lock(&s->spin);
+  if (sem_take(s)) { upt_spin_unlock(&s->spin); return 0; }
+  upt_q_push(&s->q, &w);
+  upt_spin_unlock(&s->spin);
+  st = upt_park(me, &w, clock, mode == 2 ? abs : NULL, 1);
+  if (st == UPT_W_WOKEN) return 0;             /* the poster handed its unit over */
+  upt_spin_lock(&s->spin);
+  upt_q_remove(&s->q, &w);
+  upt_spin_unlock(&s->spin);
+  if (st == UPT_W_CANCELED) upt_cancel_now(me);
+  return upt_errno(ETIMEDOUT);
+}
+
+UPT_EXPORT int sem_wait(sem_t *ps) {
+  struct upt_sem *s = (struct upt_sem *)ps;
+  int mine;
+  UPT_ENTER(me);
+  if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_wait)(ps);
+  if (mine < 0) return upt_errno(EINVAL);
+  return sem_block(me, s, 0, CLOCK_REALTIME, NULL);
+}
+
+UPT_EXPORT int sem_timedwait(sem_t *ps, const struct timespec *abs) {
+  struct upt_sem *s = (struct upt_sem *)ps;
+  int mine;
+  UPT_ENTER(me);
+  if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_timedwait)(ps, abs);
+  if (mine < 0) return upt_errno(EINVAL);
+  return sem_block(me, s, 2, CLOCK_REALTIME, abs);
+}
+
+UPT_EXPORT int sem_clockwait(sem_t *ps, clockid_t clock, const struct timespec *abs) {
+  struct upt_sem *s = (struct upt_sem *)ps;
+  int mine;
+  UPT_ENTER(me);
+  if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_clockwait)(ps, clock, abs);
+  if (mine < 0) return upt_errno(EINVAL);
+  return sem_block(me, s, 2, (int)clock, abs);
+}
+
+UPT_EXPORT int sem_trywait(sem_t *ps) {
+  struct upt_sem *s = (struct upt_sem *)ps;
+  int mine;
+  UPT_ENTER(me);
+  if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_trywait)(ps);
+  if (mine < 0) return upt_errno(EINVAL);
+  return sem_take(s) ? 0 : upt_errno(EAGAIN);
+}
+
+UPT_EXPORT int sem_post(sem_t *ps) {
+  struct upt_sem *s = (struct upt_sem *)ps;
+  struct upt_waiter *w;
+  int mine;
+  UPT_ENTER(me);
+  if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_post)(ps);
+  if (mine < 0) return upt_errno(EINVAL);
+  upt_spin_lock(&s->spin);
+  while ((w = upt_q_pop(&s->q)) != NULL)
+    if (upt_wake(w)) { upt_spin_unlock(&s->spin); return 0; }   /* the unit goes to w */
+  if (__atomic_load_n(&s->value, __ATOMIC_RELAXED) >= SEM_VALUE_MAX) {
+    upt_spin_unlock(&s->spin);
+    return upt_errno(EOVERFLOW);
+  }
+  __atomic_add_fetch(&s->value, 1, __ATOMIC_RELEASE);   /* release: pairs with sem_take */
+  upt_spin_unlock(&s->spin);
+  return 0;
+}
+
+UPT_EXPORT int sem_getvalue(sem_t *ps, int *value) {
+  struct upt_sem *s = (struct upt_sem *)ps;
+  int mine;
+  UPT_ENTER(me);
+  if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_getvalue)(ps, value);
+  if (mine < 0) return upt_errno(EINVAL);
+  *value = (int)__atomic_load_n(&s->value, __ATOMIC_RELAXED);
+  return 0;
+}

@@ -1,0 +1,727 @@
+/*
+ * thread.c - POSIX threads on ursa threads: records, create / join / detach / exit, keys,
+ * cancellation and cleanup buffers, the park / wake protocol every wait uses, the sleeps,
+ * sched_yield, names, attributes and the signal functions.
+ *
+ * Every exported function starts with UPT_ENTER: a caller that is not an ursa thread, or ursa's
+ * own code, goes to glibc's function (boot.c).
+ *
+ * Park / wake.  A wait puts a waiter (on the waiter's stack) in an object's queue under the
+ * object's spin lock and blocks on its record's ursa semaphore.  Three parties may end the wait:
+ * a waker (upt_wake, under the queue's lock), the deadline (ursa_sem_timedwait returns
+ * -ETIMEDOUT) and a cancel request (pthread_cancel, under the target record's lock).  Each tries
+ * the compare-and-swap of the waiter's state from WAITING; the winner alone decides, and a waker
+ * or canceller that wins posts the semaphore once.  A waiter whose deadline passed but that lost
+ * the race consumes that post (ursa_sem_wait returns at once), so the semaphore is 0 whenever its
+ * thread is not waiting.  A waker never posts a waiter that timed out or was cancelled, so a
+ * signal, a unit of a semaphore or a mutex handed over is never lost to a thread that leaves.
+ *
+ * Cancellation is deferred.  The cancellation points are pthread_join and its timed forms,
+ * pthread_cond_wait / timedwait / clockwait, sem_wait / timedwait / clockwait, the sleeps and
+ * pthread_testcancel.  A request that arrives while the target is parked at one of them (with
+ * cancellation enabled) ends the wait at once.  PTHREAD_CANCEL_ASYNCHRONOUS is stored and reported
+ * but acts as deferred.  Acting on a request (or pthread_exit) runs the buffers of
+ * pthread_cleanup_push innermost first: glibc's C macros keep a sigjmp buffer per push, so the
+ * layer longjmps to each one, whose handler runs and calls __pthread_unwind_next, which goes on
+ * with the next buffer and, after the last, finishes the thread (key destructors, then the
+ * joiner is woken).  The stack is not unwound by the C++ unwinder: destructors of C++ objects and
+ * handlers pushed by the C++ or -fexceptions forms of pthread_cleanup_push do not run.
+ */
+#include "upt.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define UPT_ENTER(me)                                                                            \
+  struct upt_thread *me = upt_from_ursa(__builtin_return_address(0)) ? NULL : upt_self()
+
+static ursa_key_t self_key;
+static struct upt_thread main_record;
+static size_t glibc_default_stacksize;   /* what glibc's attribute reports when none was set */
+
+int upt_errno(int e) {
+  errno = e;
+  return -1;
+}
+
+/* ---- records ---------------------------------------------------------------------------------- */
+
+static uint32_t free_lock;
+static struct upt_thread *free_list;
+
+static struct upt_thread *record_new(void) {
+  struct upt_thread *t;
+  upt_spin_lock(&free_lock);
+  t = free_list;
+  if (t) free_list = t->free_next;
+  upt_spin_unlock(&free_lock);
+  if (t == NULL) {
+    t = calloc(1, sizeof *t);
+    if (t == NULL) return NULL;
+    if (ursa_sem_init(&t->park, 0) != 0) { free(t); return NULL; }
+  }
+  t->finished = t->detached = t->adopted = 0;
+  t->joiner = t->cur_wait = NULL;
+  t->result = NULL;
+  t->cancel_pending = 0;
+  t->cancel_state = PTHREAD_CANCEL_ENABLE;
+  t->cancel_type = PTHREAD_CANCEL_DEFERRED;
+  t->cleanup = NULL;
+  t->stacksize = t->guardsize = 0;
+  t->stackaddr = NULL;
+  t->policy = SCHED_OTHER;
+  memset(&t->param, 0, sizeof t->param);
+  t->name[0] = '\0';
+  __atomic_store_n(&t->magic, UPT_MAGIC, __ATOMIC_RELEASE);
+  return t;
+}
+
+/* Back to the free list: its memory stays a record forever, so a stale pthread_t reads
+ * UPT_MAGIC_FREE (ESRCH) or names the record's next thread, as with glibc. */
+static void record_free(struct upt_thread *t) {
+  if (t == &main_record) return;
+  __atomic_store_n(&t->magic, UPT_MAGIC_FREE, __ATOMIC_RELEASE);
+  upt_spin_lock(&free_lock);
+  t->free_next = free_list;
+  free_list = t;
+  upt_spin_unlock(&free_lock);
+}
+
+struct upt_thread *upt_record(pthread_t th) {
+  struct upt_thread *t = (struct upt_thread *)th;
+  if (t == NULL) return NULL;
+  return __atomic_load_n(&t->magic, __ATOMIC_ACQUIRE) == UPT_MAGIC ? t : NULL;
+}
+
+/* A pthread_t that is one of this layer's records, live or freed. */
+static int is_record(pthread_t th) {
+  struct upt_thread *t = (struct upt_thread *)th;
+  uint32_t m;
+  if (t == NULL) return 1;
+  m = __atomic_load_n(&t->magic, __ATOMIC_ACQUIRE);
+  return m == UPT_MAGIC || m == UPT_MAGIC_FREE;
+}
+
+/* An ursa thread that pthread_create did not make (made by ursa_create): it gets a record at its
+ * first call of the layer, kept for the life of the process. */
+static struct upt_thread *adopt(void) {
+  struct upt_thread *t = record_new();
+  if (t == NULL || ursa_setspecific(self_key, t) != 0) {
+    fprintf(stderr, "ursa-pthread: out of memory for a thread's record; aborting\n");
+    abort();
+  }
+  t->adopted = 1;
+  t->detached = 1;
+  (void)ursa_thread_getname(ursa_self(), t->name, sizeof t->name);
+  return t;
+}
+
+struct upt_thread *upt_self(void) {
+  struct upt_thread *t;
+  if (!__atomic_load_n(&upt_booted, __ATOMIC_ACQUIRE)) return NULL;
+  t = ursa_getspecific(self_key);
+  if (__builtin_expect(t != NULL, 1)) return t;
+  if (ursa_self() == URSA_THREAD_NULL) return NULL;
+  return adopt();
+}
+
+void upt_boot_threads(void) {
+  pthread_attr_t a;
+  if (ursa_key_create(&self_key, NULL) != 0 || ursa_sem_init(&main_record.park, 0) != 0) {
+    fprintf(stderr, "ursa-pthread: cannot set up main's record; aborting\n");
+    abort();
+  }
+  main_record.magic = UPT_MAGIC;
+  main_record.adopted = 1;
+  main_record.cancel_state = PTHREAD_CANCEL_ENABLE;
+  main_record.policy = SCHED_OTHER;
+  strcpy(main_record.name, "main");
+  if (ursa_setspecific(self_key, &main_record) != 0) abort();
+  REAL(pthread_attr_init)(&a);
+  REAL(pthread_attr_getstacksize)(&a, &glibc_default_stacksize);
+  REAL(pthread_attr_destroy)(&a);
+}
+
+/* ---- park and wake ---------------------------------------------------------------------------- */
+
+static int cas_state(struct upt_waiter *w, int to) {
+  int from = UPT_W_WAITING;
+  return __atomic_compare_exchange_n(&w->state, &from, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+int upt_wake(struct upt_waiter *w) {
+  struct upt_thread *t = w->t;
+  if (!cas_state(w, UPT_W_WOKEN)) return 0;
+  (void)ursa_sem_post(&t->park);
+  return 1;
+}
+
+void upt_q_remove(struct upt_queue *q, struct upt_waiter *w) {
+  struct upt_waiter **p = &q->head, *prev = NULL;
+  while (*p && *p != w) { prev = *p; p = &(*p)->next; }
+  if (*p == NULL) return;                       /* a waker popped it already */
+  *p = w->next;
+  if (q->tail == w) q->tail = prev;
+}
+
+int upt_park(struct upt_thread *me, struct upt_waiter *w, int clock, const struct timespec *abs,
+             int cancellable) {
+  int st, rc, registered = 0;
+  if (cancellable && me->cancel_state == PTHREAD_CANCEL_ENABLE) {
+    upt_spin_lock(&me->lock);
+    me->cur_wait = w;
+    upt_spin_unlock(&me->lock);
+    registered = 1;
+    /* seq_cst: pairs with pthread_cancel's store, then its read of cur_wait under the lock */
+    if (__atomic_load_n(&me->cancel_pending, __ATOMIC_SEQ_CST) && cas_state(w, UPT_W_CANCELED)) {
+      st = UPT_W_CANCELED;
+      goto out;
+    }
+  }
+  for (;;) {
+    rc = abs ? ursa_sem_timedwait(&me->park, clock, abs) : ursa_sem_wait(&me->park);
+    if (rc == 0) break;
+    if (rc == -ETIMEDOUT && cas_state(w, UPT_W_TIMEDOUT)) { st = UPT_W_TIMEDOUT; goto out; }
+    abs = NULL;             /* decided by a waker or a canceller: its post comes, take it */
+  }
+  st = __atomic_load_n(&w->state, __ATOMIC_ACQUIRE);
+out:
+  if (registered) {
+    upt_spin_lock(&me->lock);
+    me->cur_wait = NULL;
+    upt_spin_unlock(&me->lock);
+  }
+  return st;
+}
+
+int upt_check_deadline(int clock, const struct timespec *abs) {
+  if (abs == NULL || abs->tv_nsec < 0 || abs->tv_nsec >= 1000000000L) return EINVAL;
+  if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;
+  return 0;
+}
+
+/* glibc's siglongjmp under a name whose first parameter is the cleanup buffer's jump buffer
+ * (shorter than a jmp_buf: pthread_cleanup_push saves no signal mask, so longjmp reads no more). */
+extern void upt_siglongjmp(struct __cancel_jmp_buf_tag *env, int val)
+    __asm__("siglongjmp") __attribute__((__noreturn__));
+
+/* ---- finishing, exit, cancellation ------------------------------------------------------------ */
+
+static void keys_run_destructors(struct upt_thread *t);
+
+/* The thread's last steps: destructors, then a joiner is woken or a detached record freed.  After
+ * the unlock the record may belong to another thread: nothing touches it. */
+static void finish(struct upt_thread *t, void *value) {
+  t->result = value;
+  keys_run_destructors(t);
+  upt_spin_lock(&t->lock);
+  t->finished = 1;
+  if (t->detached) {
+    upt_spin_unlock(&t->lock);
+    record_free(t);
+    return;
+  }
+  if (t->joiner) upt_wake(t->joiner);
+  upt_spin_unlock(&t->lock);
+}
+
+/* Runs the next cleanup buffer (a longjmp into pthread_cleanup_push's frame, whose handler calls
+ * __pthread_unwind_next, which comes back here) or, after the last, ends the thread. */
+static void __attribute__((noreturn)) unwind(struct upt_thread *me) {
+  __pthread_unwind_buf_t *buf = me->cleanup;
+  if (buf) {
+    me->cleanup = (__pthread_unwind_buf_t *)buf->__pad[0];
+    upt_siglongjmp(buf->__cancel_jmp_buf, 1);
+  }
+  finish(me, me->result);
+  ursa_exit(NULL);
+}
+
+static void __attribute__((noreturn)) exit_with(struct upt_thread *me, void *value) {
+  me->result = value;
+  unwind(me);
+}
+
+void upt_cancel_now(struct upt_thread *me) {
+  me->cancel_state = PTHREAD_CANCEL_DISABLE;    /* cleanup handlers are not cancelled again */
+  exit_with(me, PTHREAD_CANCELED);
+}
+
+void upt_testcancel(struct upt_thread *me) {
+  if (me->cancel_state == PTHREAD_CANCEL_ENABLE &&
+      __atomic_load_n(&me->cancel_pending, __ATOMIC_SEQ_CST))
+    upt_cancel_now(me);
+}
+
+UPT_EXPORT void pthread_exit(void *value) {
+  UPT_ENTER(me);
+  if (me == NULL) { REAL(pthread_exit)(value); __builtin_unreachable(); }
+  exit_with(me, value);
+}
+
+UPT_EXPORT int pthread_cancel(pthread_t th) {
+  struct upt_thread *t;
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_cancel)(th);
+  if ((t = upt_record(th)) == NULL) return ESRCH;
+  __atomic_store_n(&t->cancel_pending, 1, __ATOMIC_SEQ_CST);
+  upt_spin_lock(&t->lock);
+  if (t->cur_wait && cas_state(t->cur_wait, UPT_W_CANCELED)) (void)ursa_sem_post(&t->park);
+  upt_spin_unlock(&t->lock);
+  return 0;
+}
+
+UPT_EXPORT int pthread_setcancelstate(int state, int *old) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_setcancelstate)(state, old);
+  if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE) return EINVAL;
+  if (old) *old = me->cancel_state;
+  me->cancel_state = state;
+  return 0;
+}
+
+UPT_EXPORT int pthread_setcanceltype(int type, int *old) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_setcanceltype)(type, old);
+  if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS) return EINVAL;
+  if (old) *old = me->cancel_type;
+  me->cancel_type = type;
+  return 0;
+}
+
+UPT_EXPORT void pthread_testcancel(void) {
+  UPT_ENTER(me);
+  if (me == NULL) { REAL(pthread_testcancel)(); return; }
+  upt_testcancel(me);
+}
+
+UPT_EXPORT void __pthread_register_cancel(__pthread_unwind_buf_t *buf) {
+  UPT_ENTER(me);
+  if (me == NULL) { REAL(__pthread_register_cancel)(buf); return; }
+  buf->__pad[0] = me->cleanup;
+  me->cleanup = buf;
+}
+
+UPT_EXPORT void __pthread_unregister_cancel(__pthread_unwind_buf_t *buf) {
+  UPT_ENTER(me);
+  if (me == NULL) { REAL(__pthread_unregister_cancel)(buf); return; }
+  me->cleanup = (__pthread_unwind_buf_t *)buf->__pad[0];
+}
+
+UPT_EXPORT void __pthread_unwind_next(__pthread_unwind_buf_t *buf) {
+  UPT_ENTER(me);
+  if (me == NULL) { REAL(__pthread_unwind_next)(buf); __builtin_unreachable(); }
+  unwind(me);
+}
+
+/* ---- create, join, detach, self ---------------------------------------------------------------- */
+
+static void *start(void *arg) {
+  struct upt_thread *t = arg;
+  if (ursa_setspecific(self_key, t) != 0) {
+    fprintf(stderr, "ursa-pthread: out of memory starting a thread; aborting\n");
+    abort();
+  }
+  finish(t, t->fn(t->arg));
+  return NULL;
+}
+
+UPT_EXPORT int pthread_create(pthread_t *out, const pthread_attr_t *attr, void *(*fn)(void *),
+                              void *arg) {
+  struct upt_thread *t;
+  ursa_attr_t ua;
+  ursa_thread_t ut;
+  size_t ss = 0, gs = 0;
+  void *sa = NULL;
+  int det = PTHREAD_CREATE_JOINABLE, rc;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_create)(out, attr, fn, arg);
+  if (attr) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    if (REAL(pthread_attr_getdetachstate)(attr, &det) != 0 ||
+        REAL(pthread_attr_getstacksize)(attr, &ss) != 0 ||
+        REAL(pthread_attr_getguardsize)(attr, &gs) != 0 ||
+        REAL(pthread_attr_getstackaddr)(attr, &sa) != 0)
+      return EINVAL;
+#pragma GCC diagnostic pop
+    if (ss == glibc_default_stacksize && sa == NULL) ss = 0;   /* not set: ursa's default */
+  }
+  if ((t = record_new()) == NULL) return EAGAIN;
+  t->fn = fn;
+  t->arg = arg;
+  t->detached = det == PTHREAD_CREATE_DETACHED;
+  t->guardsize = gs;
+  t->stackaddr = sa ? (char *)sa - ss : NULL;   /* glibc keeps the top; report the bottom */
+  ursa_attr_init(&ua);
+  ursa_attr_setdetached(&ua, 1);                /* the record does join and detach */
+  if (ss) {
+    if (ss < URSA_STACK_MIN) ss = URSA_STACK_MIN;
+    ursa_attr_setstacksize(&ua, ss);
+  }
+  t->stacksize = ss ? ss : 65536;
+  *out = (pthread_t)t;                          /* before it can run, as glibc */
+  rc = ursa_create(&ut, &ua, start, t);
+  ursa_attr_destroy(&ua);
+  if (rc != 0) {
+    record_free(t);
+    return rc == -EINVAL ? EINVAL : EAGAIN;
+  }
+  return 0;
+}
+
+UPT_EXPORT pthread_t pthread_self(void) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_self)();
+  return (pthread_t)me;
+}
+
+/* pthread_join and its timed and trying forms: mode 0 waits, 1 tries (EBUSY), 2 has a deadline. */
+static int join(struct upt_thread *me, pthread_t th, void **res, int mode, int clock,
+                const struct timespec *abs) {
+  struct upt_thread *t = upt_record(th);
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0 };
+  int st;
+  if (t == NULL) return ESRCH;
+  if (t == me) return EDEADLK;
+  if (mode == 2 && upt_check_deadline(clock, abs)) return EINVAL;
+  upt_spin_lock(&t->lock);
+  if (t->detached || t->joiner) { upt_spin_unlock(&t->lock); return EINVAL; }
+  if (!t->finished) {
+    if (mode == 1) { upt_spin_unlock(&t->lock); return EBUSY; }
+    t->joiner = &w;
+    upt_spin_unlock(&t->lock);
+    st = upt_park(me, &w, clock, mode == 2 ? abs : NULL, 1);
+    upt_spin_lock(&t->lock);
+    if (st != UPT_W_WOKEN) {
+      t->joiner = NULL;
+      upt_spin_unlock(&t->lock);
+      if (st == UPT_W_CANCELED) upt_cancel_now(me);
+      return ETIMEDOUT;
+    }
+  }
+  upt_spin_unlock(&t->lock);
+  if (res) *res = t->result;
+  record_free(t);
+  return 0;
+}
+
+UPT_EXPORT int pthread_join(pthread_t th, void **res) {
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_join)(th, res);
+  return join(me, th, res, 0, CLOCK_REALTIME, NULL);
+}
+
+UPT_EXPORT int pthread_tryjoin_np(pthread_t th, void **res) {
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_tryjoin_np)(th, res);
+  return join(me, th, res, 1, CLOCK_REALTIME, NULL);
+}
+
+UPT_EXPORT int pthread_timedjoin_np(pthread_t th, void **res, const struct timespec *abs) {
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_timedjoin_np)(th, res, abs);
+  return join(me, th, res, abs ? 2 : 0, CLOCK_REALTIME, abs);
+}
+
+UPT_EXPORT int pthread_clockjoin_np(pthread_t th, void **res, clockid_t clock,
+                                    const struct timespec *abs) {
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_clockjoin_np)(th, res, clock, abs);
+  return join(me, th, res, abs ? 2 : 0, clock, abs);
+}
+
+UPT_EXPORT int pthread_detach(pthread_t th) {
+  struct upt_thread *t;
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_detach)(th);
+  if ((t = upt_record(th)) == NULL) return ESRCH;
+  upt_spin_lock(&t->lock);
+  if (t->detached || t->joiner) { upt_spin_unlock(&t->lock); return EINVAL; }
+  t->detached = 1;
+  if (t->finished) { upt_spin_unlock(&t->lock); record_free(t); return 0; }
+  upt_spin_unlock(&t->lock);
+  return 0;
+}
+
+/* ---- keys ------------------------------------------------------------------------------------- */
+
+/* A key is UPT_KEY_TAG | generation << 10 | index: a deleted key is told from its successor, and
+ * a key glibc made (below PTHREAD_KEYS_MAX, before the constructor or by a kernel thread that
+ * ursa did not make) is told from the layer's and served by glibc. */
+#define UPT_KEY_TAG 0x40000000u
+static struct { uint32_t seq; void (*destructor)(void *); } keys[PTHREAD_KEYS_MAX];  /* seq odd: in use */
+static uint32_t keys_lock;
+
+static int key_index(pthread_key_t k, uint32_t *seq) {
+  unsigned i = k & (PTHREAD_KEYS_MAX - 1);
+  uint32_t s;
+  if (!(k & UPT_KEY_TAG) || (k & ~(UPT_KEY_TAG | 0x3fffffffu))) return -1;
+  s = __atomic_load_n(&keys[i].seq, __ATOMIC_ACQUIRE);
+  if (!(s & 1) || ((s >> 1) & 0xfffffu) != ((k >> 10) & 0xfffffu)) return -1;
+  *seq = s;
+  return (int)i;
+}
+
+UPT_EXPORT int pthread_key_create(pthread_key_t *k, void (*destructor)(void *)) {
+  unsigned i;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(pthread_key_create)(k, destructor);
+  upt_spin_lock(&keys_lock);
+  for (i = 0; i < PTHREAD_KEYS_MAX; i++) {
+    if (!(keys[i].seq & 1)) {
+      uint32_t s = keys[i].seq + 1;
+      __atomic_store_n(&keys[i].destructor, destructor, __ATOMIC_RELAXED);
+      __atomic_store_n(&keys[i].seq, s, __ATOMIC_RELEASE);
+      upt_spin_unlock(&keys_lock);
+      *k = UPT_KEY_TAG | ((s >> 1) & 0xfffffu) << 10 | i;
+      return 0;
+    }
+  }
+  upt_spin_unlock(&keys_lock);
+  return EAGAIN;
+}
+
+UPT_EXPORT int pthread_key_delete(pthread_key_t k) {
+  uint32_t seq;
+  int i;
+  UPT_ENTER(me);
+  if (me == NULL || !(k & UPT_KEY_TAG)) return REAL(pthread_key_delete)(k);
+  upt_spin_lock(&keys_lock);
+  if ((i = key_index(k, &seq)) < 0) { upt_spin_unlock(&keys_lock); return EINVAL; }
+  __atomic_store_n(&keys[i].seq, seq + 1, __ATOMIC_RELEASE);
+  upt_spin_unlock(&keys_lock);
+  return 0;
+}
+
+UPT_EXPORT void *pthread_getspecific(pthread_key_t k) {
+  struct upt_kv *b;
+  uint32_t seq;
+  int i;
+  UPT_ENTER(me);
+  if (me == NULL || !(k & UPT_KEY_TAG)) return REAL(pthread_getspecific)(k);
+  if ((i = key_index(k, &seq)) < 0 || (b = me->kv[i / UPT_KEY_BLOCK]) == NULL) return NULL;
+  b += i % UPT_KEY_BLOCK;
+  return b->seq == seq ? b->value : NULL;
+}
+
+UPT_EXPORT int pthread_setspecific(pthread_key_t k, const void *value) {
+  struct upt_kv *b;
+  uint32_t seq;
+  int i;
+  UPT_ENTER(me);
+  if (me == NULL || !(k & UPT_KEY_TAG)) return REAL(pthread_setspecific)(k, value);
+  if ((i = key_index(k, &seq)) < 0) return EINVAL;
+  if ((b = me->kv[i / UPT_KEY_BLOCK]) == NULL) {
+    if ((b = calloc(UPT_KEY_BLOCK, sizeof *b)) == NULL) return ENOMEM;
+    me->kv[i / UPT_KEY_BLOCK] = b;
+  }
+  b += i % UPT_KEY_BLOCK;
+  b->value = (void *)value;
+  b->seq = seq;
+  return 0;
+}
+
+static void keys_run_destructors(struct upt_thread *t) {
+  int round, again = 1;
+  unsigned i;
+  for (round = 0; again && round < PTHREAD_DESTRUCTOR_ITERATIONS; round++) {
+    again = 0;
+    for (i = 0; i < PTHREAD_KEYS_MAX; i++) {
+      struct upt_kv *b = t->kv[i / UPT_KEY_BLOCK];
+      void (*d)(void *);
+      void *v;
+      if (b == NULL) { i += UPT_KEY_BLOCK - 1; continue; }
+      b += i % UPT_KEY_BLOCK;
+      if (b->value == NULL || b->seq != __atomic_load_n(&keys[i].seq, __ATOMIC_ACQUIRE)) continue;
+      d = __atomic_load_n(&keys[i].destructor, __ATOMIC_RELAXED);
+      if (d == NULL) continue;
+      v = b->value;
+      b->value = NULL;
+      d(v);
+      again = 1;
+    }
+  }
+  for (i = 0; i < UPT_KEY_BLOCKS; i++)          /* the record is reused: no value survives */
+    if (t->kv[i]) memset(t->kv[i], 0, UPT_KEY_BLOCK * sizeof *t->kv[i]);
+}
+
+/* ---- names, attributes, scheduling, signals ---------------------------------------------------- */
+
+UPT_EXPORT int pthread_setname_np(pthread_t th, const char *name) {
+  struct upt_thread *t;
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_setname_np)(th, name);
+  if ((t = upt_record(th)) == NULL) return ESRCH;
+  if (strlen(name) >= sizeof t->name) return ERANGE;
+  strcpy(t->name, name);
+  return 0;
+}
+
+UPT_EXPORT int pthread_getname_np(pthread_t th, char *buf, size_t len) {
+  struct upt_thread *t;
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_getname_np)(th, buf, len);
+  if ((t = upt_record(th)) == NULL) return ESRCH;
+  if (strlen(t->name) >= len) return ERANGE;
+  strcpy(buf, t->name);
+  return 0;
+}
+
+UPT_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr) {
+  struct upt_thread *t;
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_getattr_np)(th, attr);
+  if ((t = upt_record(th)) == NULL) return ESRCH;
+  if (t == &main_record)      /* main runs on VP 0's kernel thread, on that thread's stack */
+    return REAL(pthread_getattr_np)(REAL(pthread_self)(), attr);
+  REAL(pthread_attr_init)(attr);
+  REAL(pthread_attr_setdetachstate)(attr, t->detached ? PTHREAD_CREATE_DETACHED
+                                                      : PTHREAD_CREATE_JOINABLE);
+  if (t->stackaddr) REAL(pthread_attr_setstack)(attr, t->stackaddr, t->stacksize);
+  else if (t->stacksize) REAL(pthread_attr_setstacksize)(attr, t->stacksize);
+  REAL(pthread_attr_setguardsize)(attr, t->guardsize ? t->guardsize : (size_t)getpagesize());
+  return 0;
+}
+
+UPT_EXPORT int pthread_getschedparam(pthread_t th, int *policy, struct sched_param *param) {
+  struct upt_thread *t;
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_getschedparam)(th, policy, param);
+  if ((t = upt_record(th)) == NULL) return ESRCH;
+  *policy = t->policy;
+  *param = t->param;
+  return 0;
+}
+
+/* Stored and reported; ursa has no priorities. */
+UPT_EXPORT int pthread_setschedparam(pthread_t th, int policy, const struct sched_param *param) {
+  struct upt_thread *t;
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_setschedparam)(th, policy, param);
+  if ((t = upt_record(th)) == NULL) return ESRCH;
+  if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR &&
+      policy != SCHED_BATCH && policy != SCHED_IDLE)
+    return EINVAL;
+  t->policy = policy;
+  t->param = *param;
+  return 0;
+}
+
+UPT_EXPORT int pthread_setschedprio(pthread_t th, int prio) {
+  struct upt_thread *t;
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_setschedprio)(th, prio);
+  if ((t = upt_record(th)) == NULL) return ESRCH;
+  t->param.sched_priority = prio;
+  return 0;
+}
+
+/* An ursa thread's CPUs are those of the VP it runs on now; setting them is ignored (ursa moves
+ * threads between VPs; use URSA_PIN). */
+UPT_EXPORT int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *set) {
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_getaffinity_np)(th, size, set);
+  if (upt_record(th) == NULL) return ESRCH;
+  return REAL(pthread_getaffinity_np)(REAL(pthread_self)(), size, set);
+}
+
+UPT_EXPORT int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t *set) {
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_setaffinity_np)(th, size, set);
+  return upt_record(th) == NULL ? ESRCH : 0;
+}
+
+UPT_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clock) {
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_getcpuclockid)(th, clock);
+  if (upt_record(th) == NULL) return ESRCH;
+  if (upt_record(th) != me) return ENOTSUP;     /* ursa keeps no CPU time per thread */
+  return REAL(pthread_getcpuclockid)(REAL(pthread_self)(), clock);
+}
+
+/* Signals.  pthread_kill to the calling thread runs the handler in it, now (glibc's pthread_kill
+ * on the current kernel thread); to another ursa thread, the signal goes to the process (kill):
+ * a VP, whichever thread it runs, handles it.  sig 0 tells whether the thread exists.
+ * pthread_sigmask is glibc's: it sets the mask of the VP's kernel thread, shared by every ursa
+ * thread that runs on that VP (with one VP, by all of them). */
+UPT_EXPORT int pthread_kill(pthread_t th, int sig) {
+  struct upt_thread *t;
+  UPT_ENTER(me);
+  if (me == NULL || !is_record(th)) return REAL(pthread_kill)(th, sig);
+  if ((t = upt_record(th)) == NULL || __atomic_load_n(&t->finished, __ATOMIC_ACQUIRE)) return ESRCH;
+  if (sig < 0 || sig >= NSIG) return EINVAL;
+  if (sig == 0) return 0;
+  if (t == me) return REAL(pthread_kill)(REAL(pthread_self)(), sig);
+  return kill(getpid(), sig) == 0 ? 0 : errno;
+}
+
+/* ---- yield and the sleeps ---------------------------------------------------------------------- */
+
+UPT_EXPORT int sched_yield(void) {
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(sched_yield)();
+  (void)ursa_yield();
+  return 0;
+}
+
+/* Blocks the caller until abs on clock; a cancellation point. */
+static void sleep_until(struct upt_thread *me, int clock, const struct timespec *abs) {
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0 };
+  if (upt_park(me, &w, clock, abs, 1) == UPT_W_CANCELED) upt_cancel_now(me);
+}
+
+static struct timespec deadline_after(int clock, const struct timespec *rel) {
+  struct timespec now;
+  clock_gettime(clock, &now);
+  if (rel->tv_sec > (time_t)1 << 40) { now.tv_sec = (time_t)1 << 41; return now; }   /* forever */
+  now.tv_sec += rel->tv_sec;
+  now.tv_nsec += rel->tv_nsec;
+  if (now.tv_nsec >= 1000000000L) { now.tv_sec++; now.tv_nsec -= 1000000000L; }
+  return now;
+}
+
+UPT_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+                               struct timespec *rem) {
+  struct timespec abs;
+  UPT_ENTER(me);
+  if (me == NULL || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+    return REAL(clock_nanosleep)(clock, flags, req, rem);
+  if (req->tv_nsec < 0 || req->tv_nsec >= 1000000000L) return EINVAL;
+  abs = (flags & TIMER_ABSTIME) ? *req : deadline_after(clock, req);
+  sleep_until(me, clock, &abs);
+  if (rem && !(flags & TIMER_ABSTIME)) rem->tv_sec = 0, rem->tv_nsec = 0;
+  return 0;
+}
+
+UPT_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
+  struct timespec abs;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(nanosleep)(req, rem);
+  if (req->tv_nsec < 0 || req->tv_nsec >= 1000000000L || req->tv_sec < 0) return upt_errno(EINVAL);
+  abs = deadline_after(CLOCK_MONOTONIC, req);
+  sleep_until(me, CLOCK_MONOTONIC, &abs);
+  if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
+  return 0;
+}
+
+UPT_EXPORT unsigned sleep(unsigned seconds) {
+  struct timespec rel = { (time_t)seconds, 0 }, abs;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(sleep)(seconds);
+  abs = deadline_after(CLOCK_MONOTONIC, &rel);
+  sleep_until(me, CLOCK_MONOTONIC, &abs);
+  return 0;
+}
+
+UPT_EXPORT int usleep(useconds_t us) {
+  struct timespec rel = { (time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L }, abs;
+  UPT_ENTER(me);
+  if (me == NULL) return REAL(usleep)(us);
+  abs = deadline_after(CLOCK_MONOTONIC, &rel);
+  sleep_until(me, CLOCK_MONOTONIC, &abs);
+  return 0;
+}

@@ -1,0 +1,192 @@
+/*
+ * upt.h - private declarations of libursa-pthread, the POSIX-threads layer (issue #17).
+ *
+ * The layer uses ursa's public API only (include/ursa.h).  See boot.c for the design: which
+ * calls run on ursa and which go to glibc, and why.
+ *
+ * Vocabulary
+ *   record    struct upt_thread: what a pthread_t points to for a thread on ursa.  Records are
+ *             never returned to malloc (a free list reuses them), so reading the magic word of a
+ *             stale pthread_t is safe and answers ESRCH.
+ *   waiter    struct upt_waiter: one blocked thread in one object's queue, on the waiter's stack.
+ *             Every wait of the layer parks the thread on its record's ursa semaphore (park); the
+ *             waker, a timeout and a cancel request race for the waiter's state by compare-and-
+ *             swap, so exactly one of them decides how the wait ends.
+ *   spin      a word lock inside each object.  It is held for a few instructions, never across a
+ *             switch (ursa_sem_post only makes a thread ready; cp-ts never preempts code of a
+ *             shared library), so it is contended only between VPs running in parallel.
+ */
+#ifndef URSA_PTHREAD_UPT_H
+#define URSA_PTHREAD_UPT_H
+
+#define _GNU_SOURCE
+#include "ursa.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <time.h>
+
+#define UPT_EXPORT __attribute__((visibility("default")))
+#define upt_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- the functions of glibc the layer forwards to (boot.c) --------------------------------- */
+
+/* Every glibc function that the layer replaces and may forward to: X(name). */
+#define UPT_REALS(X)                                                                             \
+  X(pthread_create) X(pthread_join) X(pthread_tryjoin_np) X(pthread_timedjoin_np)                \
+  X(pthread_clockjoin_np) X(pthread_detach) X(pthread_exit) X(pthread_self)                      \
+  X(pthread_once) X(pthread_getattr_np) X(pthread_setname_np) X(pthread_getname_np)              \
+  X(pthread_key_create) X(pthread_key_delete) X(pthread_getspecific) X(pthread_setspecific)      \
+  X(pthread_cancel) X(pthread_setcancelstate) X(pthread_setcanceltype) X(pthread_testcancel)     \
+  X(__pthread_register_cancel) X(__pthread_unregister_cancel) X(__pthread_unwind_next)           \
+  X(pthread_kill) X(pthread_getschedparam) X(pthread_setschedparam) X(pthread_setschedprio)      \
+  X(pthread_getaffinity_np) X(pthread_setaffinity_np) X(pthread_getcpuclockid)                   \
+  X(pthread_mutex_init) X(pthread_mutex_destroy) X(pthread_mutex_lock) X(pthread_mutex_trylock)  \
+  X(pthread_mutex_timedlock) X(pthread_mutex_clocklock) X(pthread_mutex_unlock)                  \
+  X(pthread_mutex_consistent) X(pthread_mutexattr_setrobust) X(pthread_mutexattr_setprotocol)    \
+  X(pthread_mutexattr_setpshared)                                                                \
+  X(pthread_cond_init) X(pthread_cond_destroy) X(pthread_cond_wait) X(pthread_cond_timedwait)    \
+  X(pthread_cond_clockwait) X(pthread_cond_signal) X(pthread_cond_broadcast)                     \
+  X(pthread_rwlock_init) X(pthread_rwlock_destroy) X(pthread_rwlock_rdlock)                      \
+  X(pthread_rwlock_tryrdlock) X(pthread_rwlock_timedrdlock) X(pthread_rwlock_clockrdlock)        \
+  X(pthread_rwlock_wrlock) X(pthread_rwlock_trywrlock) X(pthread_rwlock_timedwrlock)             \
+  X(pthread_rwlock_clockwrlock) X(pthread_rwlock_unlock)                                         \
+  X(pthread_barrier_init) X(pthread_barrier_destroy) X(pthread_barrier_wait)                     \
+  X(pthread_spin_lock) X(pthread_spin_trylock) X(pthread_spin_unlock)                            \
+  X(sem_init) X(sem_destroy) X(sem_wait) X(sem_trywait) X(sem_timedwait) X(sem_clockwait)        \
+  X(sem_post) X(sem_getvalue)                                                                    \
+  X(sched_yield) X(sleep) X(usleep) X(nanosleep) X(clock_nanosleep)             \
+  X(pthread_attr_init) X(pthread_attr_destroy) X(pthread_attr_getstacksize)                      \
+  X(pthread_attr_setstacksize) X(pthread_attr_getdetachstate) X(pthread_attr_setdetachstate)     \
+  X(pthread_attr_setstack) X(pthread_attr_getguardsize) X(pthread_attr_setguardsize)             \
+  X(pthread_attr_getstackaddr) X(pthread_mutexattr_gettype) X(pthread_condattr_getclock)
+
+#define UPT_REAL_ENUM(name) UPT_R_##name,
+enum { UPT_REALS(UPT_REAL_ENUM) UPT_R_COUNT };
+#undef UPT_REAL_ENUM
+
+/* glibc's function `name`, found with dlsym(RTLD_NEXT) at its first use. */
+void *upt_real(int index, const char *name);
+#define REAL(name) ((__typeof__(&name))upt_real(UPT_R_##name, #name))
+
+/* Nonzero when the return address ra lies in libursa's code: ursa's own calls of POSIX functions
+ * (its VPs' kernel threads, its idle sleep, its spin back-off) must reach glibc. */
+int upt_from_ursa(const void *ra);
+
+/* ---- records, waiters, spin locks ---------------------------------------------------------- */
+
+enum { UPT_W_WAITING, UPT_W_WOKEN, UPT_W_TIMEDOUT, UPT_W_CANCELED };
+
+struct upt_thread;
+struct upt_waiter {
+  struct upt_waiter *next;       /* in the object's queue                                   */
+  struct upt_thread *t;          /* the waiting thread                                      */
+  int state;                     /* UPT_W_*; atomic: the first CAS from WAITING decides      */
+  int kind;                      /* rwlocks: UPT_RW_READ or UPT_RW_WRITE                     */
+};
+
+struct upt_queue { struct upt_waiter *head, *tail; };
+
+#define UPT_KEY_BLOCK   32
+#define UPT_KEY_BLOCKS  (PTHREAD_KEYS_MAX / UPT_KEY_BLOCK)
+struct upt_kv { void *value; uint32_t seq; };
+
+#define UPT_MAGIC       0x75707472u      /* "uptr": a record in use                            */
+#define UPT_MAGIC_FREE  0x66726565u      /* "free": a record on the free list                  */
+
+struct upt_thread {
+  uint32_t magic;                /* UPT_MAGIC while in use                                   */
+  uint32_t lock;                 /* spin: state, joiner, cur_wait, detached                  */
+  ursa_sem_t park;               /* every wait of this thread blocks here                    */
+  int finished;                  /* the thread has run its destructors (under lock)          */
+  int detached;
+  struct upt_waiter *joiner;     /* the thread blocked in pthread_join on this one           */
+  struct upt_waiter *cur_wait;   /* a cancellable wait in progress (under lock)              */
+  void *result;
+  void *(*fn)(void *);
+  void *arg;
+  int cancel_pending;            /* atomic: pthread_cancel was called                        */
+  int cancel_state;              /* PTHREAD_CANCEL_ENABLE / DISABLE (own thread only)         */
+  int cancel_type;               /* stored; asynchronous runs as deferred                    */
+  int adopted;                   /* an ursa thread not made by pthread_create (main too)     */
+  __pthread_unwind_buf_t *cleanup;   /* innermost pthread_cleanup_push buffer                */
+  struct upt_kv *kv[UPT_KEY_BLOCKS]; /* key values, a block allocated at its first use       */
+  size_t stacksize, guardsize;
+  void *stackaddr;               /* as given by pthread_attr_setstack (not used: see boot.c)  */
+  int policy;
+  struct sched_param param;
+  char name[16];
+  struct upt_thread *free_next;
+};
+
+/* The calling thread's record, or NULL when the caller is not an ursa thread (a kernel thread
+ * ursa did not make, a VP outside its threads, the child of a fork without the runtime). */
+struct upt_thread *upt_self(void);
+/* The record t names, or NULL when t is not a live record of this layer. */
+struct upt_thread *upt_record(pthread_t t);
+
+static inline void upt_cpu_relax(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static inline void upt_spin_lock(uint32_t *l) {
+  unsigned n = 0;
+  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) != 0) {   /* acquire: pairs with unlock */
+    while (__atomic_load_n(l, __ATOMIC_RELAXED) != 0) {
+      if (++n < 256) upt_cpu_relax();
+      else REAL(sched_yield)();            /* the holder's VP may have been preempted */
+    }
+  }
+}
+static inline void upt_spin_unlock(uint32_t *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
+static inline void upt_q_push(struct upt_queue *q, struct upt_waiter *w) {
+  w->next = NULL;
+  if (q->tail) q->tail->next = w; else q->head = w;
+  q->tail = w;
+}
+static inline struct upt_waiter *upt_q_pop(struct upt_queue *q) {
+  struct upt_waiter *w = q->head;
+  if (w) { q->head = w->next; if (!q->head) q->tail = NULL; }
+  return w;
+}
+void upt_q_remove(struct upt_queue *q, struct upt_waiter *w);
+
+/* Wakes w if it still waits: 1 when it did (w's thread will run), 0 when a timeout or a cancel
+ * request had decided w's wait already.  Called under the lock of w's queue. */
+int upt_wake(struct upt_waiter *w);
+
+/* Blocks me until w is woken (UPT_W_WOKEN), abs passes on clock (UPT_W_TIMEDOUT; abs NULL: no
+ * deadline) or, when cancellable and me's cancellation is enabled, a cancel request arrives
+ * (UPT_W_CANCELED).  For the last two the caller removes w from its queue.  abs is valid. */
+int upt_park(struct upt_thread *me, struct upt_waiter *w, int clock, const struct timespec *abs,
+             int cancellable);
+
+/* Acts on a cancel request: runs the cleanup handlers and ends the thread.  Does not return. */
+void upt_cancel_now(struct upt_thread *me) __attribute__((noreturn));
+/* A cancellation point: acts on a pending request when cancellation is enabled. */
+void upt_testcancel(struct upt_thread *me);
+
+/* 0, or EINVAL for a clock ursa cannot wait on or a tv_nsec outside [0, 1e9). */
+int upt_check_deadline(int clock, const struct timespec *abs);
+
+/* Sets errno to e in a function of its own (errno's address must not be cached across a switch,
+ * docs/GUIDE.md) and returns -1. */
+int upt_errno(int e);
+
+/* Mutex operations for the condition variables (sync.c). */
+int upt_mutex_lock_internal(struct upt_thread *me, pthread_mutex_t *pm, unsigned *depth);
+int upt_mutex_unlock_internal(struct upt_thread *me, pthread_mutex_t *pm, unsigned *depth);
+
+/* boot.c sets upt_booted once ursa_init succeeded and thread.c's upt_boot_threads ran. */
+extern int upt_booted;
+void upt_boot_threads(void);
+
+#endif /* URSA_PTHREAD_UPT_H */

@@ -1,0 +1,628 @@
+/*
+ * pt_conform.c - the POSIX-threads layer's tests (issue #17): a plain pthread program, built
+ * without ursa, that tests/CMakeLists.txt runs through ursa-run (at 1 and 2 VPs, and under cp-ts
+ * where the build allows it), one case per process: pt_conform CASE.
+ *
+ * Every case first checks that it runs on ursa (ursa_self, found with dlsym, names a thread), so a
+ * layer that is not loaded fails the test instead of passing on glibc.  Cases check behaviour,
+ * never timing: "a sleep blocks only its caller" is checked by what another thread did meanwhile.
+ * Exit status 0 = pass; a failed CHECK prints the line and exits 1.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
+#define CHECK_EQ(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); if (a_ != b_) { \
+  fprintf(stderr, "%s:%d: CHECK_EQ(%s, %s) failed: %lld != %lld\n", __FILE__, __LINE__, #a, #b, a_, b_); exit(1); } } while (0)
+
+static void on_ursa(void) {
+  void *(*self)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "ursa_self");
+  CHECK(self != NULL);
+  CHECK(self() != NULL);
+}
+
+static struct timespec in_ms(clockid_t clock, long ms) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  t.tv_sec += ms / 1000;
+  t.tv_nsec += (ms % 1000) * 1000000L;
+  if (t.tv_nsec >= 1000000000L) { t.tv_sec++; t.tv_nsec -= 1000000000L; }
+  return t;
+}
+
+static pthread_t spawn(void *(*fn)(void *), void *arg) {
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, fn, arg), 0);
+  return t;
+}
+static void *join(pthread_t t) {
+  void *r = (void *)1;
+  CHECK_EQ(pthread_join(t, &r), 0);
+  return r;
+}
+
+/* ---- threads -------------------------------------------------------------------------------- */
+
+static pthread_t seen_self;
+static sem_t hold;
+static void *wait_hold(void *a) { CHECK_EQ(sem_wait(&hold), 0); return a; }
+static void *ret_arg(void *a) { seen_self = pthread_self(); return a; }
+static void *exit_arg(void *a) { pthread_exit(a); }
+
+static void case_threads(void) {
+  pthread_t t;
+  pthread_attr_t a, g;
+  size_t ss = 0;
+  int det = -1;
+  char name[16];
+  t = spawn(ret_arg, (void *)42);
+  CHECK_EQ((intptr_t)join(t), 42);
+  CHECK(pthread_equal(seen_self, t));
+  CHECK(!pthread_equal(pthread_self(), t));
+  CHECK_EQ((intptr_t)join(spawn(exit_arg, (void *)7)), 7);
+  CHECK_EQ(pthread_join(pthread_self(), NULL), EDEADLK);
+  /* attributes: detached, stack size; reported back by getattr_np */
+  CHECK_EQ(pthread_attr_init(&a), 0);
+  CHECK_EQ(pthread_attr_setstacksize(&a, 256 * 1024), 0);
+  CHECK_EQ(pthread_create(&t, &a, ret_arg, NULL), 0);
+  CHECK_EQ(pthread_getattr_np(t, &g), 0);
+  CHECK_EQ(pthread_attr_getstacksize(&g, &ss), 0);
+  CHECK_EQ(ss, 256 * 1024);
+  CHECK_EQ(pthread_attr_getdetachstate(&g, &det), 0);
+  CHECK_EQ(det, PTHREAD_CREATE_JOINABLE);
+  pthread_attr_destroy(&g);
+  CHECK_EQ(pthread_setname_np(t, "worker-1"), 0);
+  CHECK_EQ(pthread_getname_np(t, name, sizeof name), 0);
+  CHECK(strcmp(name, "worker-1") == 0);
+  CHECK_EQ(pthread_setname_np(t, "a-name-longer-than-15"), ERANGE);
+  join(t);
+  CHECK_EQ(pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED), 0);
+  CHECK_EQ(sem_init(&hold, 0, 0), 0);
+  CHECK_EQ(pthread_create(&t, &a, wait_hold, NULL), 0);   /* alive until posted: no race */
+  CHECK_EQ(pthread_join(t, NULL), EINVAL);
+  CHECK_EQ(sem_post(&hold), 0);
+  pthread_attr_destroy(&a);
+  t = spawn(ret_arg, NULL);
+  CHECK_EQ(pthread_detach(t), 0);
+  for (int i = 0; i < 10; i++) sched_yield();
+}
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int once_runs;
+static void once_fn(void) { once_runs++; sched_yield(); }
+static void *do_once(void *a) { CHECK_EQ(pthread_once(&once, once_fn), 0); CHECK_EQ(once_runs, 1); return a; }
+
+static void case_once(void) {
+  pthread_t t[8];
+  for (int i = 0; i < 8; i++) t[i] = spawn(do_once, NULL);
+  for (int i = 0; i < 8; i++) join(t[i]);
+  CHECK_EQ(once_runs, 1);
+}
+
+/* ---- keys ------------------------------------------------------------------------------------ */
+
+static pthread_key_t key, key2;
+static int dtor_calls, dtor2_calls;
+static void dtor(void *v) { CHECK_EQ((intptr_t)v, 5); dtor_calls++; }
+/* Sets its own value again twice: destructors run in rounds (PTHREAD_DESTRUCTOR_ITERATIONS). */
+static void dtor2(void *v) {
+  dtor2_calls++;
+  if ((intptr_t)v < 3) pthread_setspecific(key2, (void *)((intptr_t)v + 1));
+}
+static void *use_keys(void *a) {
+  CHECK(pthread_getspecific(key) == NULL);
+  CHECK_EQ(pthread_setspecific(key, (void *)5), 0);
+  CHECK_EQ(pthread_setspecific(key2, (void *)1), 0);
+  sched_yield();
+  CHECK_EQ((intptr_t)pthread_getspecific(key), 5);
+  return a;
+}
+static void case_keys(void) {
+  pthread_key_t k3;
+  CHECK_EQ(pthread_key_create(&key, dtor), 0);
+  CHECK_EQ(pthread_key_create(&key2, dtor2), 0);
+  pthread_t a = spawn(use_keys, NULL), b = spawn(use_keys, NULL);
+  join(a);
+  join(b);
+  CHECK_EQ(dtor_calls, 2);
+  CHECK_EQ(dtor2_calls, 6);                  /* 1 -> 2 -> 3, per thread */
+  CHECK_EQ(pthread_setspecific(key, (void *)9), 0);
+  CHECK_EQ((intptr_t)pthread_getspecific(key), 9);
+  CHECK_EQ(pthread_key_delete(key), 0);
+  CHECK_EQ(pthread_setspecific(key, (void *)9), EINVAL);
+  CHECK_EQ(pthread_key_create(&k3, NULL), 0);
+  CHECK(pthread_getspecific(k3) == NULL);    /* a new key starts empty, also in a reused slot */
+}
+
+/* ---- mutexes --------------------------------------------------------------------------------- */
+
+static pthread_mutex_t m_static = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t m_rec = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static pthread_mutex_t m_err = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+static int in_cs, counter;
+
+static void *hammer(void *a) {
+  pthread_mutex_t *m = a;
+  for (int i = 0; i < 2000; i++) {
+    CHECK_EQ(pthread_mutex_lock(m), 0);
+    CHECK_EQ(in_cs, 0);
+    in_cs = 1;
+    counter++;
+    if (i % 7 == 0) sched_yield();           /* switch while holding it */
+    in_cs = 0;
+    CHECK_EQ(pthread_mutex_unlock(m), 0);
+  }
+  return NULL;
+}
+static void *try_other(void *a) { return (void *)(intptr_t)pthread_mutex_trylock(a); }
+static void *unlock_other(void *a) { return (void *)(intptr_t)pthread_mutex_unlock(a); }
+
+static void case_mutex_static(void) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) t[i] = spawn(hammer, &m_static);
+  for (int i = 0; i < 4; i++) join(t[i]);
+  CHECK_EQ(counter, 8000);
+  /* recursive, from its initializer */
+  CHECK_EQ(pthread_mutex_lock(&m_rec), 0);
+  CHECK_EQ(pthread_mutex_lock(&m_rec), 0);
+  CHECK_EQ(pthread_mutex_trylock(&m_rec), 0);
+  CHECK_EQ((intptr_t)join(spawn(try_other, &m_rec)), EBUSY);
+  CHECK_EQ((intptr_t)join(spawn(unlock_other, &m_rec)), EPERM);
+  for (int i = 0; i < 3; i++) CHECK_EQ(pthread_mutex_unlock(&m_rec), 0);
+  CHECK_EQ(pthread_mutex_unlock(&m_rec), EPERM);
+  /* error-checking, from its initializer */
+  CHECK_EQ(pthread_mutex_lock(&m_err), 0);
+  CHECK_EQ(pthread_mutex_lock(&m_err), EDEADLK);
+  CHECK_EQ((intptr_t)join(spawn(unlock_other, &m_err)), EPERM);
+  CHECK_EQ(pthread_mutex_unlock(&m_err), 0);
+  CHECK_EQ(pthread_mutex_unlock(&m_err), EPERM);
+  /* default: another thread may unlock it (glibc's behaviour; the blog's ring relies on it) */
+  CHECK_EQ(pthread_mutex_lock(&m_static), 0);
+  CHECK_EQ((intptr_t)join(spawn(unlock_other, &m_static)), 0);
+  CHECK_EQ(pthread_mutex_trylock(&m_static), 0);
+  CHECK_EQ(pthread_mutex_unlock(&m_static), 0);
+}
+
+static void case_mutex_kinds(void) {
+  pthread_mutex_t m;
+  pthread_mutexattr_t a;
+  struct timespec d;
+  CHECK_EQ(pthread_mutexattr_init(&a), 0);
+  CHECK_EQ(pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST), ENOTSUP);
+  CHECK_EQ(pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT), ENOTSUP);
+  CHECK_EQ(pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_PROTECT), ENOTSUP);
+  CHECK_EQ(pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK), 0);
+  CHECK_EQ(pthread_mutex_init(&m, &a), 0);
+  CHECK_EQ(pthread_mutex_lock(&m), 0);
+  CHECK_EQ(pthread_mutex_lock(&m), EDEADLK);
+  CHECK_EQ(pthread_mutex_destroy(&m), EBUSY);
+  CHECK_EQ((intptr_t)join(spawn(try_other, &m)), EBUSY);
+  d = in_ms(CLOCK_REALTIME, 20);
+  CHECK_EQ(pthread_mutex_timedlock(&m, &d), EDEADLK);
+  CHECK_EQ(pthread_mutex_unlock(&m), 0);
+  CHECK_EQ(pthread_mutex_destroy(&m), 0);
+  CHECK_EQ(pthread_mutex_lock(&m), EINVAL);    /* destroyed */
+  pthread_mutexattr_destroy(&a);
+  /* timed and clock locks time out on a held mutex, and take a free one */
+  CHECK_EQ(pthread_mutex_init(&m, NULL), 0);
+  CHECK_EQ(pthread_mutex_lock(&m), 0);
+  pthread_t t;
+  struct timespec bad = { 0, 2000000000L };
+  CHECK_EQ(pthread_mutex_timedlock(&m, &bad), EINVAL);
+  d = in_ms(CLOCK_MONOTONIC, 20);
+  CHECK_EQ(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &d), ETIMEDOUT);
+  d = in_ms(CLOCK_REALTIME, 20);
+  CHECK_EQ(pthread_mutex_timedlock(&m, &d), ETIMEDOUT);
+  t = spawn(unlock_other, &m);
+  join(t);
+  d = in_ms(CLOCK_MONOTONIC, 20);
+  CHECK_EQ(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &d), 0);
+  CHECK_EQ(pthread_mutex_unlock(&m), 0);
+  CHECK_EQ(pthread_mutex_destroy(&m), 0);
+}
+
+/* ---- condition variables -------------------------------------------------------------------- */
+
+static pthread_cond_t c_static = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER;
+static int ready, woken;
+
+static void *cond_waiter(void *a) {
+  CHECK_EQ(pthread_mutex_lock(&cm), 0);
+  while (!ready) CHECK_EQ(pthread_cond_wait(&c_static, &cm), 0);
+  woken++;
+  CHECK_EQ(pthread_mutex_unlock(&cm), 0);
+  return a;
+}
+
+static void case_cond(void) {
+  pthread_t t[5];
+  pthread_cond_t c;
+  pthread_condattr_t ca;
+  clockid_t clk;
+  struct timespec d;
+  for (int i = 0; i < 5; i++) t[i] = spawn(cond_waiter, NULL);
+  for (int i = 0; i < 5; i++) sched_yield();
+  CHECK_EQ(pthread_mutex_lock(&cm), 0);
+  ready = 1;
+  CHECK_EQ(pthread_cond_broadcast(&c_static), 0);
+  CHECK_EQ(pthread_mutex_unlock(&cm), 0);
+  for (int i = 0; i < 5; i++) join(t[i]);
+  CHECK_EQ(woken, 5);
+  /* a monotonic condition times out on its clock; clockwait takes its own clock */
+  CHECK_EQ(pthread_condattr_init(&ca), 0);
+  CHECK_EQ(pthread_condattr_setclock(&ca, CLOCK_MONOTONIC), 0);
+  CHECK_EQ(pthread_condattr_getclock(&ca, &clk), 0);
+  CHECK_EQ(clk, CLOCK_MONOTONIC);
+  CHECK_EQ(pthread_cond_init(&c, &ca), 0);
+  CHECK_EQ(pthread_mutex_lock(&cm), 0);
+  d = in_ms(CLOCK_MONOTONIC, 20);
+  CHECK_EQ(pthread_cond_timedwait(&c, &cm, &d), ETIMEDOUT);
+  d = in_ms(CLOCK_REALTIME, 20);
+  CHECK_EQ(pthread_cond_clockwait(&c, &cm, CLOCK_REALTIME, &d), ETIMEDOUT);
+  CHECK_EQ(pthread_mutex_unlock(&cm), 0);
+  CHECK_EQ(pthread_cond_signal(&c), 0);       /* no waiter: nothing happens */
+  CHECK_EQ(pthread_cond_destroy(&c), 0);
+  CHECK_EQ(pthread_cond_signal(&c), EINVAL);
+  pthread_condattr_destroy(&ca);
+}
+
+/* ---- rwlocks, barriers, spin locks ----------------------------------------------------------- */
+
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static int readers_in;
+static void *reader(void *a) {
+  CHECK_EQ(pthread_rwlock_rdlock(&rw), 0);
+  readers_in++;
+  sched_yield();
+  CHECK_EQ(pthread_rwlock_unlock(&rw), 0);
+  return a;
+}
+static void *try_write(void *a) { return (void *)(intptr_t)pthread_rwlock_trywrlock(a); }
+static void *writer(void *a) {
+  CHECK_EQ(pthread_rwlock_wrlock(&rw), 0);
+  int v = ++readers_in;
+  sched_yield();
+  CHECK_EQ(readers_in, v);
+  CHECK_EQ(pthread_rwlock_unlock(&rw), 0);
+  return a;
+}
+
+static void case_rwlock(void) {
+  pthread_t t[6];
+  struct timespec d;
+  CHECK_EQ(pthread_rwlock_rdlock(&rw), 0);
+  CHECK_EQ(pthread_rwlock_rdlock(&rw), 0);     /* readers preferred: a second read lock is fine */
+  CHECK_EQ((intptr_t)join(spawn(try_write, &rw)), EBUSY);
+  d = in_ms(CLOCK_REALTIME, 20);
+  CHECK_EQ(pthread_rwlock_timedwrlock(&rw, &d), ETIMEDOUT);
+  for (int i = 0; i < 3; i++) t[i] = spawn(reader, NULL);
+  for (int i = 0; i < 3; i++) join(t[i]);
+  CHECK_EQ(readers_in, 3);
+  CHECK_EQ(pthread_rwlock_unlock(&rw), 0);
+  CHECK_EQ(pthread_rwlock_unlock(&rw), 0);
+  CHECK_EQ(pthread_rwlock_unlock(&rw), EPERM);
+  CHECK_EQ(pthread_rwlock_wrlock(&rw), 0);
+  CHECK_EQ(pthread_rwlock_wrlock(&rw), EDEADLK);
+  CHECK_EQ(pthread_rwlock_tryrdlock(&rw), EDEADLK);
+  for (int i = 0; i < 6; i++) t[i] = spawn(i % 2 ? writer : reader, NULL);
+  for (int i = 0; i < 6; i++) sched_yield();
+  CHECK_EQ(readers_in, 3);                     /* all blocked behind the write lock */
+  CHECK_EQ(pthread_rwlock_unlock(&rw), 0);
+  for (int i = 0; i < 6; i++) join(t[i]);
+  CHECK_EQ(readers_in, 9);
+  d = in_ms(CLOCK_MONOTONIC, 20);
+  CHECK_EQ(pthread_rwlock_clockrdlock(&rw, CLOCK_MONOTONIC, &d), 0);
+  CHECK_EQ(pthread_rwlock_unlock(&rw), 0);
+  CHECK_EQ(pthread_rwlock_destroy(&rw), 0);
+  CHECK_EQ(pthread_rwlock_rdlock(&rw), EINVAL);
+}
+
+static pthread_barrier_t bar;
+static int serial_count, phase_sum[3];
+static void *barrier_member(void *a) {
+  for (int round = 0; round < 3; round++) {
+    __atomic_add_fetch(&phase_sum[round], 1, __ATOMIC_RELAXED);
+    int r = pthread_barrier_wait(&bar);
+    CHECK(r == 0 || r == PTHREAD_BARRIER_SERIAL_THREAD);
+    CHECK_EQ(__atomic_load_n(&phase_sum[round], __ATOMIC_RELAXED), 5);   /* all arrived */
+    if (r == PTHREAD_BARRIER_SERIAL_THREAD) __atomic_add_fetch(&serial_count, 1, __ATOMIC_RELAXED);
+  }
+  return a;
+}
+
+static pthread_spinlock_t spin;
+static int spin_count;
+static void *spinner(void *a) {
+  for (int i = 0; i < 1000; i++) {
+    CHECK_EQ(pthread_spin_lock(&spin), 0);
+    spin_count++;
+    if (i % 100 == 0) sched_yield();           /* a holder that is switched out */
+    CHECK_EQ(pthread_spin_unlock(&spin), 0);
+  }
+  return a;
+}
+
+static void case_barrier_spin(void) {
+  pthread_t t[5];
+  CHECK_EQ(pthread_barrier_init(&bar, NULL, 0), EINVAL);
+  CHECK_EQ(pthread_barrier_init(&bar, NULL, 5), 0);
+  for (int i = 0; i < 5; i++) t[i] = spawn(barrier_member, NULL);
+  for (int i = 0; i < 5; i++) join(t[i]);
+  CHECK_EQ(serial_count, 3);
+  CHECK_EQ(pthread_barrier_destroy(&bar), 0);
+  CHECK_EQ(pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE), 0);
+  for (int i = 0; i < 4; i++) t[i] = spawn(spinner, NULL);
+  for (int i = 0; i < 4; i++) join(t[i]);
+  CHECK_EQ(spin_count, 4000);
+  CHECK_EQ(pthread_spin_trylock(&spin), 0);
+  CHECK_EQ(pthread_spin_trylock(&spin), EBUSY);
+  CHECK_EQ(pthread_spin_unlock(&spin), 0);
+  CHECK_EQ(pthread_spin_destroy(&spin), 0);
+}
+
+/* ---- semaphores ------------------------------------------------------------------------------ */
+
+static sem_t sem;
+static void *sem_poster(void *a) { for (int i = 0; i < 100; i++) CHECK_EQ(sem_post(&sem), 0); return a; }
+static void *sem_taker(void *a) { for (int i = 0; i < 100; i++) CHECK_EQ(sem_wait(&sem), 0); return a; }
+
+static void case_sem(void) {
+  int v = -1;
+  struct timespec d;
+  pthread_t t[4];
+  CHECK_EQ(sem_init(&sem, 0, 2), 0);
+  CHECK_EQ(sem_getvalue(&sem, &v), 0);
+  CHECK_EQ(v, 2);
+  CHECK_EQ(sem_trywait(&sem), 0);
+  CHECK_EQ(sem_wait(&sem), 0);
+  CHECK_EQ(sem_trywait(&sem), -1);
+  CHECK_EQ(errno, EAGAIN);
+  d = in_ms(CLOCK_REALTIME, 20);
+  CHECK_EQ(sem_timedwait(&sem, &d), -1);
+  CHECK_EQ(errno, ETIMEDOUT);
+  d = in_ms(CLOCK_MONOTONIC, 20);
+  CHECK_EQ(sem_clockwait(&sem, CLOCK_MONOTONIC, &d), -1);
+  CHECK_EQ(errno, ETIMEDOUT);
+  d.tv_nsec = -1;
+  CHECK_EQ(sem_timedwait(&sem, &d), -1);
+  CHECK_EQ(errno, EINVAL);
+  t[0] = spawn(sem_taker, NULL);
+  t[1] = spawn(sem_taker, NULL);
+  t[2] = spawn(sem_poster, NULL);
+  t[3] = spawn(sem_poster, NULL);
+  for (int i = 0; i < 4; i++) join(t[i]);
+  CHECK_EQ(sem_getvalue(&sem, &v), 0);
+  CHECK_EQ(v, 0);
+  CHECK_EQ(sem_post(&sem), 0);
+  d = in_ms(CLOCK_MONOTONIC, 20);
+  CHECK_EQ(sem_clockwait(&sem, CLOCK_MONOTONIC, &d), 0);
+  CHECK_EQ(sem_destroy(&sem), 0);
+  CHECK_EQ(sem_post(&sem), -1);
+  CHECK_EQ(errno, EINVAL);
+}
+
+/* ---- sleeps and yield: they block the caller only -------------------------------------------- */
+
+static volatile int ticks, stop_ticking;
+static void *ticker(void *a) {
+  while (!stop_ticking) { ticks++; sched_yield(); }
+  return a;
+}
+
+/* With one VP the ticker runs during every sleep; with several it runs on another VP whenever the
+ * system gives that VP's kernel thread a CPU, so a sleep is repeated (a bounded number of times)
+ * until it has: a sleep that blocked its VP would never see the ticker move. */
+#define SLEPT_WHILE_TICKING(call) do { int k_ = 0, b_ = ticks; \
+    do { CHECK_EQ((call), 0); } while (ticks == b_ && ++k_ < 500); CHECK(ticks > b_); } while (0)
+
+static void case_sleep(void) {
+  struct timespec rel = { 0, 20000000L }, abs;
+  pthread_t t = spawn(ticker, NULL);
+  sched_yield();
+  SLEPT_WHILE_TICKING(usleep(20000));
+  SLEPT_WHILE_TICKING(nanosleep(&rel, NULL));
+  abs = in_ms(CLOCK_MONOTONIC, 20);
+  SLEPT_WHILE_TICKING((abs = in_ms(CLOCK_MONOTONIC, 20), clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &abs, NULL)));
+  SLEPT_WHILE_TICKING(clock_nanosleep(CLOCK_REALTIME, 0, &rel, NULL));
+  CHECK_EQ(sleep(0), 0);
+  rel.tv_nsec = 1000000000L;
+  CHECK_EQ(nanosleep(&rel, NULL), -1);
+  CHECK_EQ(errno, EINVAL);
+  stop_ticking = 1;
+  join(t);
+}
+
+/* ---- cancellation ---------------------------------------------------------------------------- */
+
+static int cleanups[8];
+static void cleanup(void *a) { cleanups[(intptr_t)a]++; }
+static void unlock_cleanup(void *a) { cleanups[0]++; CHECK_EQ(pthread_mutex_unlock(a), 0); }
+static pthread_mutex_t xm = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t xc = PTHREAD_COND_INITIALIZER;
+static sem_t xs;
+static volatile int started;
+
+static void *cancel_in_cond(void *a) {
+  CHECK_EQ(pthread_mutex_lock(&xm), 0);
+  pthread_cleanup_push(unlock_cleanup, &xm);
+  pthread_cleanup_push(cleanup, (void *)1);
+  started = 1;
+  for (;;) pthread_cond_wait(&xc, &xm);
+  pthread_cleanup_pop(0);
+  pthread_cleanup_pop(0);
+  return a;
+}
+static void *cancel_in_sem(void *a) {
+  pthread_cleanup_push(cleanup, (void *)2);
+  sem_wait(&xs);
+  pthread_cleanup_pop(0);
+  return a;
+}
+static void *cancel_in_sleep(void *a) {
+  pthread_cleanup_push(cleanup, (void *)3);
+  sleep(3600);
+  pthread_cleanup_pop(0);
+  return a;
+}
+static pthread_t join_target;
+static void *cancel_in_join(void *a) {
+  pthread_cleanup_push(cleanup, (void *)4);
+  pthread_join(join_target, NULL);
+  pthread_cleanup_pop(0);
+  return a;
+}
+static volatile int go;
+static void *cancel_disabled(void *a) {
+  int old;
+  CHECK_EQ(pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old), 0);
+  CHECK_EQ(old, PTHREAD_CANCEL_ENABLE);
+  pthread_cleanup_push(cleanup, (void *)5);
+  usleep(1000);                                /* not acted on while disabled */
+  pthread_testcancel();
+  cleanups[6]++;                               /* reached */
+  CHECK_EQ(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL), 0);
+  pthread_testcancel();                        /* acts here */
+  cleanups[7]++;                               /* never reached */
+  pthread_cleanup_pop(0);
+  return a;
+}
+static void *exit_with_cleanups(void *a) {
+  pthread_cleanup_push(cleanup, (void *)1);
+  pthread_cleanup_push(cleanup, (void *)2);
+  pthread_cleanup_pop(1);                      /* runs 2 now */
+  pthread_exit((void *)99);                    /* runs 1 */
+  pthread_cleanup_pop(0);
+  return a;
+}
+static void *sleeper_forever(void *a) { for (;;) sleep(3600); return a; }
+
+static void case_cancel(void) {
+  pthread_t t;
+  int type;
+  t = spawn(cancel_in_cond, NULL);
+  while (!started) sched_yield();
+  sched_yield();
+  CHECK_EQ(pthread_cancel(t), 0);
+  CHECK(join(t) == PTHREAD_CANCELED);
+  CHECK_EQ(cleanups[0], 1);                    /* the handler had the mutex back and unlocked it */
+  CHECK_EQ(cleanups[1], 1);
+  CHECK_EQ(pthread_mutex_trylock(&xm), 0);
+  CHECK_EQ(pthread_mutex_unlock(&xm), 0);
+
+  CHECK_EQ(sem_init(&xs, 0, 0), 0);
+  t = spawn(cancel_in_sem, NULL);
+  for (int i = 0; i < 3; i++) sched_yield();
+  CHECK_EQ(pthread_cancel(t), 0);
+  CHECK(join(t) == PTHREAD_CANCELED);
+  CHECK_EQ(cleanups[2], 1);
+  CHECK_EQ(sem_post(&xs), 0);                  /* the cancelled waiter took no unit */
+  CHECK_EQ(sem_trywait(&xs), 0);
+
+  t = spawn(cancel_in_sleep, NULL);
+  for (int i = 0; i < 3; i++) sched_yield();
+  CHECK_EQ(pthread_cancel(t), 0);
+  CHECK(join(t) == PTHREAD_CANCELED);
+  CHECK_EQ(cleanups[3], 1);
+
+  join_target = spawn(sleeper_forever, NULL);
+  t = spawn(cancel_in_join, NULL);
+  for (int i = 0; i < 3; i++) sched_yield();
+  CHECK_EQ(pthread_cancel(t), 0);              /* cancel before it runs at all: also acted on */
+  CHECK(join(t) == PTHREAD_CANCELED);
+  CHECK_EQ(cleanups[4], 1);
+  CHECK_EQ(pthread_cancel(join_target), 0);
+  CHECK(join(join_target) == PTHREAD_CANCELED);
+
+  t = spawn(cancel_disabled, NULL);
+  CHECK_EQ(pthread_cancel(t), 0);
+  CHECK(join(t) == PTHREAD_CANCELED);
+  CHECK_EQ(cleanups[5], 1);
+  CHECK_EQ(cleanups[6], 1);
+  CHECK_EQ(cleanups[7], 0);
+
+  memset(cleanups, 0, sizeof cleanups);
+  CHECK_EQ((intptr_t)join(spawn(exit_with_cleanups, NULL)), 99);
+  CHECK_EQ(cleanups[1], 1);
+  CHECK_EQ(cleanups[2], 1);
+  CHECK_EQ(pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type), 0);
+  CHECK_EQ(type, PTHREAD_CANCEL_DEFERRED);
+  CHECK_EQ(pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL), 0);
+}
+
+/* ---- the blog's thread-ring, and ending the process ------------------------------------------ */
+
+#define RING 503
+static pthread_mutex_t ring_m[RING];
+static int ring_data[RING];
+static void *ring_member(void *num) {
+  int l = (int)(intptr_t)num, r = (l + 1) % RING;
+  for (;;) {
+    pthread_mutex_lock(ring_m + l);
+    int token = ring_data[l];
+    if (token) { ring_data[r] = token - 1; pthread_mutex_unlock(ring_m + r); }
+    else { printf("%i\n", l + 1); fflush(stdout); exit(0); }
+  }
+}
+
+/* 20,000 passes: thread 20000 % 503 + 1 = 384 prints and calls exit(0) while 502 threads are
+ * blocked on mutexes; the process must end with that status (CTest checks the output). */
+static void case_ring(void) {
+  pthread_t t;
+  pthread_attr_t a;
+  static char stacks[RING][16384];   /* PTHREAD_STACK_MIN, not a constant with _GNU_SOURCE */
+  ring_data[0] = 20000;
+  pthread_attr_init(&a);
+  for (int i = 0; i < RING; i++) {
+    pthread_mutex_init(ring_m + i, NULL);
+    pthread_mutex_lock(ring_m + i);
+    pthread_attr_setstack(&a, stacks[i], sizeof stacks[i]);
+    CHECK_EQ(pthread_create(&t, &a, ring_member, (void *)(intptr_t)i), 0);
+  }
+  pthread_mutex_unlock(ring_m + 0);
+  pthread_join(t, NULL);
+  CHECK(0);                                    /* exit() ends the process first */
+}
+
+/* Returning from main with threads blocked ends the process with main's status. */
+static void *block_forever(void *a) { sem_wait(&xs); return a; }
+static void case_return_from_main(void) {
+  CHECK_EQ(sem_init(&xs, 0, 0), 0);
+  for (int i = 0; i < 4; i++) spawn(block_forever, NULL);
+  sched_yield();
+}
+
+static const struct { const char *name; void (*fn)(void); } cases[] = {
+  { "threads", case_threads }, { "once", case_once }, { "keys", case_keys },
+  { "mutex_static", case_mutex_static }, { "mutex_kinds", case_mutex_kinds }, { "cond", case_cond },
+  { "rwlock", case_rwlock }, { "barrier_spin", case_barrier_spin }, { "sem", case_sem },
+  { "sleep", case_sleep }, { "cancel", case_cancel }, { "ring", case_ring },
+  { "return_from_main", case_return_from_main },
+};
+
+int main(int argc, char **argv) {
+  unsigned i;
+  if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) printf("%s\n", cases[i].name);
+    return 0;
+  }
+  for (i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++) {
+    if (strcmp(argv[1], cases[i].name) == 0) {
+      on_ursa();
+      cases[i].fn();
+      return 0;
+    }
+  }
+  fprintf(stderr, "usage: pt_conform CASE (pt_conform --list)\n");
+  return 2;
+}
