@@ -2,7 +2,7 @@
 # scripts/check-layers.sh NM OBJECT... - the layering check of `make test` (issue #15 item 5).
 #
 # ursa's folders are layers, each calling only the ones below it (docs/ARCHITECTURE.md, "Layers"):
-#     arch < core < sched < model < sync < pt < runtime
+#     arch < core < sched < model < sync < pt < runtime < pthread
 # From `nm` of the built objects (not from reading the sources) this fails when
 #   1. an object of a folder references a symbol defined in an object of a higher folder;
 #   2. a folder of src/ is not in the order above (a new folder must be placed first);
@@ -18,8 +18,8 @@
 # name and an optional layer's use of an internal, and checks that each makes the check fail (run
 # by CTest too).
 set -u
-LAYERS=(arch core sched model sync pt runtime)
-OPTIONAL=" pt "
+LAYERS=(arch core sched model sync pt runtime pthread)
+OPTIONAL=" pt pthread "
 # the spin lock's slow path, the panic, the debug lock tag, the hard build's failure injection
 BASE_OUTOFLINE=" ursa__spin_lock_slow ursa__panic ursa__spin_me ursa__fail_now "
 # identifier: why a public header names it
@@ -53,14 +53,16 @@ check() {   # check INCLUDE-DIR OBJECT...: prints each violation, returns 1 if a
   for o in "$@"; do
     case "$o" in */src/*) ;; *) continue ;; esac
     n=$((n + 1))
-    f=${o%/*}; f=${f##*/}                  # .../src/<folder>/<file>.o
+    f=${o##*/src/}; f=${f%%/*}             # .../src/<folder>/[CMakeFiles/<target>.dir/]<file>.o
     if [ -z "${RANK[$f]:-}" ]; then echo "layering: src/$f/ is not a layer (add it to LAYERS in $0 and to docs/ARCHITECTURE.md)"; bad=1; fi
-    while read -r s; do def[$s]=$f; done < <("$NM" --defined-only -g "$o" | awk 'NF == 3 { print $3 }')
+    # ursa's own names only: src/pthread/ defines the POSIX names (pthread_create, ...) that the
+    # lower layers call and that resolve to glibc's in every program not run through ursa-run
+    while read -r s; do def[$s]=$f; done < <("$NM" --defined-only -g "$o" | awk 'NF == 3 && $3 ~ /^ursa/ { print $3 }')
   done
   if [ "$n" -lt 5 ]; then echo "layering: only $n objects of src/ given: nothing was checked"; return 1; fi
   for o in "$@"; do
     case "$o" in */src/*) ;; *) continue ;; esac
-    f=${o%/*}; f=${f##*/}; r=${RANK[$f]:-0}
+    f=${o##*/src/}; f=${f%%/*}; r=${RANK[$f]:-0}
     while read -r s; do
       d=${def[$s]:-}
       case "$OPTIONAL" in
