@@ -9,7 +9,10 @@
 #include "../core/base.h"
 #include "../core/waiter.h"
 
-#define URSA__WAITER_API __attribute__((visibility("hidden")))
+/* Exported from libursa.so (not hidden like the rest of src/): the optional layers that are
+ * libraries of their own (libursa-pthread.so, the MPI layer's) call them too.  The header is not
+ * installed: the interface is for ursa's own layers, versioned with the library, not an API. */
+#define URSA__WAITER_API __attribute__((visibility("default")))
 
 /* ursa_join (no result): 0 when the thread had finished (released here), 1 queued as its joiner
  * (woken when it finishes; then ursa__join_waiter_end must release it), -ESRCH, -EINVAL (detached
