@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/run-tests.sh [config...] - builds ursa in each configuration and runs every test with
 # CTest (each test in its own process, under a timeout).  Configurations:
-#   model     Spin model check of the rotator's sleep/wake protocol (scripts/check-model.sh,
-#             model/README.md); each of its checks counts as a test.
+#   model     Spin model check of the SMP scheduler's protocols and of the switch's on-CPU byte
+#             (scripts/check-model.sh, model/README.md); each of its checks counts as a test.
 #   plain     gcc, asm context switch, -Werror
 #   debug     -O0 with ursa's internal invariant checks (URSA_ASSERT, -DURSA_DEBUG) on
 #   asan      AddressSanitizer + UndefinedBehaviorSanitizer
@@ -56,7 +56,7 @@ ALL=(model plain debug asan ucontext tsan valgrind hard clang clang-asan clang-t
 # (model runs no CTest, so has no factor).
 #            config          FACTOR SECONDS
 TABLE=$(cat <<'EOF'
-             model           -      30
+             model           -      50
              plain           1      20
              debug           1      20
              asan            2      30
