@@ -8,7 +8,8 @@
 #   asan      AddressSanitizer + UndefinedBehaviorSanitizer
 #   ucontext  the portable ucontext context switch
 #   tsan      ThreadSanitizer
-#   valgrind  the plain build, each test run under Valgrind memcheck (stacks registered)
+#   valgrind  the plain build, each test run under Valgrind memcheck (stacks registered) with
+#             --leak-check=full --errors-for-leak-kinds=definite: a definite leak fails the test
 #   hard      allocation-failure injection (-DURSA_TEST_HARD=ON): every allocation and mapping of
 #             a scenario fails in turn; errors must be -ENOMEM/-EAGAIN and nothing may leak;
 #             with several VPs also a random run-queue order and a migration at every yield and
@@ -176,9 +177,9 @@ flags_of() {   # the CMake flags of configuration $1 (unchanged from the first r
     clang-asan) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DURSA_SANITIZE=address) ;;
     clang-tsan) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DURSA_SANITIZE=thread) ;;
     clang-valgrind) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_FLAGS=-gdwarf-4  # Valgrind 3.19 reads no DWARF 5
-                           -DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;-q") ;;
+                           -DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;--leak-check=full;--errors-for-leak-kinds=definite;-q") ;;
     clang-hard) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DURSA_TEST_HARD=ON) ;;
-    valgrind) flags=(-DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;-q") ;;
+    valgrind) flags=(-DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;--leak-check=full;--errors-for-leak-kinds=definite;-q") ;;
   esac
 }
 
