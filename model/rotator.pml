@@ -21,7 +21,8 @@
  *   wq[i]        ursa__wq (src/sched/waiverq.h), the bounded SPSC Waiver Queue: VP i is its only
  *                producer (its switches and its interval timer, which runs only at a safe point
  *                of VP i's running thread, never inside ursa), VP FWD(i) its only consumer, so
- *                the queues form a ring.  Capacity W.
+ *                the queues form a ring.  Capacity W.  With WQ_RING, wbuf/whead/wtail instead:
+ *                the ring's slots and its two free-running positions.
  *   inbox[i]     vp->inbox: the threads made ready for VP i by other VPs (a thread pinned to VP
  *                i, or created for it).  Any VP pushes, VP i drains.
  *   oncpu[t]     the on-CPU byte of thread t (src/arch): set by the switch that resumes t,
@@ -101,6 +102,13 @@
  *                    do): a push between the two is never followed by a wake-up, the lost
  *                    wake-up (lost_wakeup with NO_DETECTION; with detection, false_deadlock).
  *   NO_DETECTION     no deadlock detection: the VP whose count makes N just sleeps.
+ *   WQ_RING          the Waiver Queues at the level of ursa__wq's ring: a push writes the slot at
+ *                    tail, then stores tail + 1 (publish); a pop reads the slot at head, then
+ *                    stores head + 1; a length is a load of the other side's position.  Without
+ *                    it a push or a pop is one atomic step on a channel.
+ *   BUG_WQ_PUBLISH_FIRST
+ *                    (with WQ_RING) the push stores tail + 1 before it writes the slot: the
+ *                    consumer may read the slot first (wq_torn).
  *   N T C W R B K    VPs, tokens, threads kept (pq threshold), wq capacity, ring capacity, B: how
  *                    many times in all tokens may yield or block (after that every run finishes
  *                    its token), and K: how many interval-timer ticks in all (0: the timer off).
@@ -175,7 +183,32 @@
 byte nxt[N];                      /* runq.next */
 chan ring[N]  = [R] of { byte };  /* runq's ring */
 chan xl[N]    = [T] of { byte };  /* runq's overflow list */
+#ifdef WQ_RING
+/* ursa__wq at the level of its ring (WQ_RING): slot p of VP i's queue is wbuf[i * W + p % W]; the
+   positions whead (the consumer's) and wtail (the producer's) run free (bytes: they never wrap
+   within the bounds).  wfull is a ghost: the slot holds a written value not yet read. */
+byte wbuf[N * W];
+byte whead[N];
+byte wtail[N];
+bit  wfull[N * W];
+bit  wq_torn;         /* a pop read a slot that holds no written value, or a push overwrote one */
+#define WQ_LEN(i)  (wtail[i] - whead[i])
+#define WQ_SLOT(i, p) ((i) * W + (p) % W)
+#else
 chan wq[N]    = [W] of { byte };
+#define WQ_LEN(i)  len(wq[i])
+#endif
+#define WQ_ROOM(i) (WQ_LEN(i) < W)
+/* The second step of a push and of a pop (WQ_RING), after the step that holds the first: written
+   after that step with no separator in between, and nothing at all without WQ_RING (an empty
+   step would add states). */
+#ifdef WQ_RING
+#define PUBLISH_AFTER ; publish()
+#define POPPED_AFTER  ; popped_store()
+#else
+#define PUBLISH_AFTER
+#define POPPED_AFTER
+#endif
 chan inbox[N] = [T] of { byte };  /* unbounded in C; it never holds more than T */
 
 byte  oncpu[T + 1];   /* [0] unused */
@@ -207,7 +240,7 @@ inline consistent() {
     assert(!pq_miscount);
     q_n = 0;
     for (q_t : 1 .. T) { if :: wkind[q_t] == K_WQ && wvp[q_t] == q_i -> q_n++ :: else fi }
-    assert(q_n == len(wq[q_i]) && len(wq[q_i]) <= W);
+    assert(q_n == WQ_LEN(q_i) && WQ_LEN(q_i) <= W);
     q_n = 0;
     for (q_t : 1 .. T) { if :: wkind[q_t] == K_INBOX && wvp[q_t] == q_i -> q_n++ :: else fi }
     assert(q_n == len(inbox[q_i]))
@@ -227,7 +260,7 @@ inline consistent() {
 inline count_runnable(cnt) {
   byte r_i;
   cnt = 0;
-  for (r_i : 0 .. N - 1) { cnt = cnt + PQ_LEN(r_i) + len(wq[r_i]) + len(inbox[r_i]) }
+  for (r_i : 0 .. N - 1) { cnt = cnt + PQ_LEN(r_i) + WQ_LEN(r_i) + len(inbox[r_i]) }
   for (r_i : 1 .. T) {
     if :: wkind[r_i] == K_RUN || wkind[r_i] == K_HAND -> cnt++ :: else fi
   }
@@ -294,10 +327,42 @@ inline pq_take_surplus(tok) {
 
 /* ---- where a ready token goes ------------------------------------------------------------------ */
 
+#ifdef WQ_RING
+/* ursa__wq_push at the ring's level, in two steps: this one loads head (the room check is the
+   caller's, in the same step) and writes the slot; publish() then stores tail + 1, which makes
+   it visible to the consumer.  BUG_WQ_PUBLISH_FIRST swaps the two stores. */
+inline push_wq(tok) {
+  assert(WQ_ROOM(me));                     /* capacity; and wq[me]: me is the producer */
+  pubpos = wtail[me];
+#ifdef BUG_WQ_PUBLISH_FIRST
+  wtail[me]++;                             /* BUG: tail published before the slot is written */
+#else
+  wq_torn = wfull[WQ_SLOT(me, pubpos)]; assert(!wq_torn);
+  wbuf[WQ_SLOT(me, pubpos)] = tok; wfull[WQ_SLOT(me, pubpos)] = 1;
+#endif
+  wkind[tok] = K_HAND; wvp[tok] = me; pub = tok; tok = 0
+}
+inline publish() {
+  if
+  :: pub != 0 ->
+       atomic {
+#ifdef BUG_WQ_PUBLISH_FIRST
+         wq_torn = wfull[WQ_SLOT(me, pubpos)]; assert(!wq_torn);
+         wbuf[WQ_SLOT(me, pubpos)] = pub; wfull[WQ_SLOT(me, pubpos)] = 1;
+#else
+         wtail[me]++;                      /* release: the slot is the consumer's now */
+#endif
+         wkind[pub] = K_WQ; wvp[pub] = me; pub = 0; pubpos = 0
+       }
+  :: else
+  fi
+}
+#else
 inline push_wq(tok) {
   assert(len(wq[me]) < W);                 /* capacity; and wq[me]: me is the producer */
   wq[me]!tok; wkind[tok] = K_WQ; wvp[tok] = me; tok = 0
 }
+#endif
 /* An unpinned token made ready on VP me (ready / ready_slow): into the Protect Queue below the
    threshold (into an empty one this is the inline hand-off, ursa__smp_handoff: runq.next);
    otherwise it stays in hand for place_waived.  Owner only: folded into the caller's step. */
@@ -312,10 +377,10 @@ inline place_local(tok) {
 inline place_waived(tok) {
   atomic {
     if
-    :: len(wq[me]) < W -> push_wq(tok); pushed = 1
+    :: WQ_ROOM(me) -> push_wq(tok); pushed = 1
     :: else -> pq_push(tok)
     fi
-  }
+  } PUBLISH_AFTER
 }
 
 /* The kick (ursa__vp_kick) of VP kv by VP me, after it made work visible to VP kv, when the
@@ -340,12 +405,29 @@ inline kick(kv, kf, kd) {
 
 /* Pops the next token of the snapshot of wq[BWD(me)] (me is its consumer): kept below the
    threshold, else left in hand (v) to be offered on. */
+#ifdef WQ_RING
+/* ursa__wq_pop at the ring's level: this step reads the slot at head (the snapshot's load of tail
+   said it is published); popped() then stores head + 1, which frees the slot for the producer. */
+inline wq_pop_one() {
+  v = wbuf[WQ_SLOT(BWD(me), whead[BWD(me)])];
+  wq_torn = !wfull[WQ_SLOT(BWD(me), whead[BWD(me)])]; assert(!wq_torn);
+  wfull[WQ_SLOT(BWD(me), whead[BWD(me)])] = 0;
+  assert(wkind[v] == K_WQ && wvp[v] == BWD(me));
+  wkind[v] = K_HAND; wvp[v] = me;
+  k--; popped = 1;
+  place_local(v)
+}
+inline popped_store() {
+  if :: popped -> atomic { whead[BWD(me)]++; popped = 0 } :: else fi
+}
+#else
 inline wq_pop_one() {
   wq[BWD(me)]?v;
   assert(wkind[v] == K_WQ && wvp[v] == BWD(me));
   k--;
   place_local(v)
 }
+#endif
 
 /* Pops the next token of the snapshot of inbox[me]: a pinned one is kept, an unpinned one goes
    where ready() puts it. */
@@ -361,10 +443,10 @@ inline inbox_pop_one() {
    pass the same tokens back and forth for ever, which pan's cycle search finds), each token kept
    below the threshold, else offered to wq[me] (the caller kicks FWD(me) if pushed). */
 inline ring_drain() {
-  atomic { k = len(wq[BWD(me)]); if :: k > 0 -> wq_pop_one() :: else fi }
+  atomic { k = WQ_LEN(BWD(me)); if :: k > 0 -> wq_pop_one() :: else fi } POPPED_AFTER;
   do
   :: atomic { v != 0 -> place_waived(v) }
-  :: atomic { v == 0 && k > 0 -> wq_pop_one() }
+  :: atomic { v == 0 && k > 0 -> wq_pop_one() } POPPED_AFTER
   :: v == 0 && k == 0 -> break
   od
 }
@@ -372,7 +454,7 @@ inline ring_drain() {
    push; folded into the caller's step). */
 inline pass_on() {
   if
-  :: PQ_LEN(me) > C && len(wq[me]) < W ->
+  :: PQ_LEN(me) > C && WQ_ROOM(me) ->
        pq_take_surplus(v);
        if :: v != 0 -> push_wq(v); pushed = 1 :: else fi
   :: else
@@ -412,7 +494,7 @@ inline detect() {
    something.  The Protect Queue is empty here (we went idle because it was, and only we push
    it): checked because C does, folded into the inbox load. */
 inline recheck() {
-  if :: len(wq[BWD(me)]) > 0 -> goto found :: else fi;
+  if :: WQ_LEN(BWD(me)) > 0 -> goto found :: else fi;
   if :: len(inbox[me]) > 0 || PQ_LEN(me) > 0 -> goto found :: else fi
 }
 
@@ -429,6 +511,10 @@ proctype vp(byte me) {
   byte t, nx, prev, u, j, k, v, rn, old, s, op;
   short n;
   bit pushed, kin, false_deadlock, double_run, ho, stop;
+#ifdef WQ_RING
+  byte pub, pubpos;
+  bit popped;
+#endif
 
 idle:                                        /* the idle context: no token here, pq empty */
   op = OP_IDLE;
@@ -452,7 +538,7 @@ slow:
     :: else
     fi;
     if :: !pushed && !(t != 0 && t == prev) -> goto switch :: else fi
-  }
+  } PUBLISH_AFTER;                           /* pass_on's push (WQ_RING) */
   if
   :: atomic { t != 0 && t == prev -> place_waived(t) }  /* the yielding token, pq at C */
   :: else
@@ -514,8 +600,8 @@ body:
               place_local(u);
 #endif
               if
-              :: u != 0 && len(wq[me]) < W -> push_wq(u); pushed = 1
-              :: u != 0 && len(wq[me]) >= W -> pq_push(u)
+              :: u != 0 && WQ_ROOM(me) -> push_wq(u); pushed = 1
+              :: u != 0 && !WQ_ROOM(me) -> pq_push(u)
               :: else
               fi
          :: else -> inbox[j]!u; pinned[u] = 1; wkind[u] = K_INBOX; wvp[u] = j; u = 0; kin = 1
@@ -523,7 +609,7 @@ body:
     :: else
     fi;
     if :: !kin && !pushed -> goto tick :: else fi
-  }
+  } PUBLISH_AFTER;
   kick(j, kin, j);
   kick(FWD(me), pushed, rn);
 
@@ -536,9 +622,9 @@ tick:
   do
   :: atomic { ticks > 0 -> ticks-- }
      ring_drain();
-     atomic { pass_on() }
+     atomic { pass_on() } PUBLISH_AFTER;
      if
-     :: len(wq[me]) == 0 ->
+     :: WQ_LEN(me) == 0 ->
           stop = 0;
           do
           :: stop -> stop = 0; break
@@ -546,11 +632,11 @@ tick:
                atomic {
                  pq_take_surplus(v);
                  if
-                 :: v != 0 && len(wq[me]) < W -> push_wq(v); pushed = 1
-                 :: v != 0 && len(wq[me]) >= W -> pq_push(v); stop = 1
+                 :: v != 0 && WQ_ROOM(me) -> push_wq(v); pushed = 1
+                 :: v != 0 && !WQ_ROOM(me) -> pq_push(v); stop = 1
                  :: v == 0 -> stop = 1
                  fi
-               }
+               } PUBLISH_AFTER
           od
      :: true
      fi;
@@ -570,7 +656,7 @@ tick:
     :: op = OP_SWITCH; wkind[t] = K_DONE; live--; prev = t; t = 0
     fi;
     ho = (nxt[me] != 0 && !pinned[nxt[me]] && len(ring[me]) == 0 && len(xl[me]) == 0 &&
-          len(inbox[me]) == 0 && len(wq[BWD(me)]) == 0);
+          len(inbox[me]) == 0 && WQ_LEN(BWD(me)) == 0);
     if
     :: ho ->
          pq_pop(nx);

@@ -76,18 +76,20 @@ run() {
 
 # Each check: LABEL | MODEL | SPIN-DEFINES | MODE | EXPECT.  rotator.pml: VPs N, tokens T, threads
 # kept C, wq capacity W, ring capacity R, yields+blocks B, timer ticks K (defaults: N=2 T=3 C=1 W=1
-# R=1 B=2 K=1; model/README.md says what each configuration reaches).  switch.pml: blocks M,
+# R=1 B=2 K=1), WQ_RING: the Waiver Queues at the level of their ring's slots and positions;
+# model/README.md says what each configuration reaches.  switch.pml: blocks M,
 # signals per VP NSIG (defaults: M=3 NSIG=2).
 checks=(
   # The protocol, exhaustively, every execution finite (mode all: no cycle at all).
   "verified N=2 T=3 C=1 W=1 R=1 B=2 K=1       | rotator.pml | -DN=2 -DT=3 -DC=1 -DW=1 -DR=1 -DB=2 -DK=1 | all | pass"
   "verified N=2 T=3 C=1 W=1 R=1 B=3 K=0       | rotator.pml | -DN=2 -DT=3 -DC=1 -DW=1 -DR=1 -DB=3 -DK=0 | all | pass"
   "verified N=2 T=4 C=1 W=1 R=1 B=1 K=1       | rotator.pml | -DN=2 -DT=4 -DC=1 -DW=1 -DR=1 -DB=1 -DK=1 | all | pass"
-  "verified N=2 T=4 C=1 W=2 R=2 B=1 K=0       | rotator.pml | -DN=2 -DT=4 -DC=1 -DW=2 -DR=2 -DB=1 -DK=0 | all | pass"
+  "verified N=2 T=4 C=1 W=2 R=2 B=1 K=0 WQ_RING | rotator.pml | -DN=2 -DT=4 -DC=1 -DW=2 -DR=2 -DB=1 -DK=0 -DWQ_RING | all | pass"
   "verified N=2 T=3 C=2 W=1 R=1 B=2 K=1       | rotator.pml | -DN=2 -DT=3 -DC=2 -DW=1 -DR=1 -DB=2 -DK=1 | all | pass"
   "verified N=3 T=3 C=1 W=1 R=1 B=1 K=1       | rotator.pml | -DN=3 -DT=3 -DC=1 -DW=1 -DR=1 -DB=1 -DK=1 | all | pass"
   "verified N=4 T=3 C=1 W=1 R=1 B=0 K=1       | rotator.pml | -DN=4 -DT=3 -DC=1 -DW=1 -DR=1 -DB=0 -DK=1 | all | pass"
   "verified N=2 T=5 C=1 W=1 R=1 B=0 K=1       | rotator.pml | -DN=2 -DT=5 -DC=1 -DW=1 -DR=1 -DB=0 -DK=1 | all | pass"
+  "verified N=2 T=3 C=1 W=1 R=1 B=1 K=1 WQ_RING | rotator.pml | -DN=2 -DT=3 -DC=1 -DW=1 -DR=1 -DB=1 -DK=1 -DWQ_RING | all | pass"
   # Without deadlock detection: no detection ends a run before a lost wake-up shows.
   "verified N=2 T=3 B=2 K=0, no detection     | rotator.pml | -DB=2 -DK=0 -DNO_DETECTION       | all | pass"
   # The broken variants must be caught, each by the assertion that names its bug.
@@ -98,6 +100,7 @@ checks=(
   "BUG_COUNT_FIRST (the first design)         | rotator.pml | -DBUG_COUNT_FIRST             | all | !(false_deadlock)"
   "BUG_NO_CAS                                 | rotator.pml | -DBUG_NO_CAS                  | all | (sleeping[me]==0)"
   "BUG_NO_WAIT                                | rotator.pml | -DBUG_NO_WAIT                 | all | !(false_deadlock)"
+  "BUG_WQ_PUBLISH_FIRST (WQ_RING)             | rotator.pml | -DWQ_RING -DBUG_WQ_PUBLISH_FIRST | all | !(wq_torn)"
   # The switch's on-CPU byte against timer signals (issue #22): the switch verifies, with no
   # cycle; the order of ursa before the fix is caught, and is harmless without signals; so is a
   # picker that does not wait for the byte.
