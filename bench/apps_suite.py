@@ -22,7 +22,8 @@ cooperative multithreading") and Ishihara et al. (Euro-Par 2000) ran their SR pr
 Every run is checked (exit status and its ANSWER line; bench/apps/apps_common.h describes the
 lines), and runs of one application with the same parameters must agree on its deterministic
 answer (a digest of the work results, the PC checksum, the JI grid sum and iteration count, the
-MM trace, the TSP length and tasks searched) whatever the model.  Every run must also be the one its label says
+MM trace, the TSP length, tasks searched and its sequential lower bound on nodes) whatever the
+model.  Every run must also be the one its label says
 (model_check): the impl (style and model) and VP count of its RESULT and COUNTERS lines, and
 counters that fit the model (cm, pcm: no preemption, no tick; cp-ts: no tick; cp-ic: ticks > 0).
 The JI early-stop points (JI_STOP_EPS_E9) must stop on eps before their iteration limit.
@@ -86,7 +87,7 @@ COUNTER_KEYS = ("switches", "yields", "p_ops", "p_blocking", "blocks", "preempti
 # the deterministic part of each application's answer (the same for every style and model)
 ANSWER_KEYS = {"dp": ("digest", "meals_eaten"), "pc": ("checksum", "consumed"),
                "rw": ("digest", "version"), "ji": ("iterations", "sum"), "mm": ("trace",),
-               "tsp": ("length", "tasks_done")}
+               "tsp": ("length", "tasks_done", "nodes_lower_bound")}
 
 # The cp-ts probe, one point per VP count: dp --style cp with PROBE_PHIL philosophers who think
 # PROBE_THINK iterations of the work loop each (at ~1-2 ns an iteration, 3 to 6 quanta of 10 ms) and
@@ -1220,8 +1221,9 @@ def report(plan, t_start, t_end, problems, ngroups, xxii, build_dir, loads, poli
     lines.append("\n## Checks\n")
     lines.append(f"- Answers: every run checked its own result (DP: meals per philosopher, no fork held twice, every "
                  f"fork and semaphore back at 1 at the end; PC: exactly-once delivery; RW: database consistency; JI "
-                 f"against a sequential reference; MM against a reference product; TSP: the known optimum and every "
-                 f"task of the bag searched exactly once); runs with the same parameters agreed across models in "
+                 f"against a sequential reference; MM against a reference product; TSP: the known optimum, every task "
+                 f"of the bag searched exactly once, and no task with fewer nodes than the sequential search with the "
+                 f"bound fixed at the optimum expands in it); runs with the same parameters agreed across models in "
                  f"{ngroups - len(problems)} of {ngroups} groups.")
     stops = [p for p in plan.points if p.must_stop_early]
     if stops:
