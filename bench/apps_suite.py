@@ -22,9 +22,11 @@ cooperative multithreading") and Ishihara et al. (Euro-Par 2000) ran their SR pr
 Every run is checked (exit status and its ANSWER line; bench/apps/apps_common.h describes the
 lines), and runs of one application with the same parameters must agree on its deterministic
 answer (a digest of the work results, the PC checksum, the JI grid sum and iteration count, the
-MM trace, the TSP length) whatever the model.  Every run must also be the one its label says
+MM trace, the TSP length, tasks searched and its sequential lower bound on nodes) whatever the
+model.  Every run must also be the one its label says
 (model_check): the impl (style and model) and VP count of its RESULT and COUNTERS lines, and
 counters that fit the model (cm, pcm: no preemption, no tick; cp-ts: no tick; cp-ic: ticks > 0).
+The JI early-stop points (JI_STOP_EPS_E9) must stop on eps before their iteration limit.
 The cp-ts probes (PROBE_THINK) must count preemptions > 0 in every run: the papers' programs
 rarely run a whole 10 ms quantum without switching, so their cp-ts runs may preempt nothing.  A
 wrong answer, a failed run or a run of another model than its label makes the exit status 1.  A
@@ -85,7 +87,7 @@ COUNTER_KEYS = ("switches", "yields", "p_ops", "p_blocking", "blocks", "preempti
 # the deterministic part of each application's answer (the same for every style and model)
 ANSWER_KEYS = {"dp": ("digest", "meals_eaten"), "pc": ("checksum", "consumed"),
                "rw": ("digest", "version"), "ji": ("iterations", "sum"), "mm": ("trace",),
-               "tsp": ("length",)}
+               "tsp": ("length", "tasks_done", "nodes_lower_bound")}
 
 # The cp-ts probe, one point per VP count: dp --style cp with PROBE_PHIL philosophers who think
 # PROBE_THINK iterations of the work loop each (at ~1-2 ns an iteration, 3 to 6 quanta of 10 ms) and
@@ -95,6 +97,12 @@ ANSWER_KEYS = {"dp": ("digest", "meals_eaten"), "pc": ("checksum", "consumed"),
 # 10 ms quantum, so a cp-ts run of them may legitimately count no preemption at all.)
 PROBE_PHIL = 4
 PROBE_THINK = 30_000_000
+
+# The JI early-stop points, one per VP count and barrier style: ji 128x8 with --eps-e9 JI_STOP_EPS_E9
+# (the largest change falls below 5e-4 after 484 iterations, well within the 128x8 test's count).
+# Every run must say stopped_early=1 and agree with the sequential reference on the iteration count
+# and the grid: the other JI points run with eps 0, so their stopping rule never runs.
+JI_STOP_EPS_E9 = 500_000
 
 SWITCH_COUNTS = (1_000, 10_000, 100_000, 1_000_000)
 QUANTA_US = (10_000, 20_000, 1_000_000, 10_000_000, 1_000, 100)
@@ -232,6 +240,7 @@ class Point:
             self.env["URSA_SWITCH_COUNT" if kind == "sc" else "URSA_QUANTUM_US"] = str(value)
         self.model = model                  # None: the native build
         self.must_preempt = False           # a cp-ts probe: every run must count preemptions
+        self.must_stop_early = False        # a JI early-stop point: every run must stop on eps
         self.samples, self.runs = [], []
         self.status, self.reason = "pending", None
         self.est = 0.15
@@ -320,6 +329,8 @@ class Plan:
             return ["--cities", row, "--procs", 8]
         if app == "probe":
             return ["--phil", PROBE_PHIL, "--think", PROBE_THINK, "--eat", 1000, "--meals", 1]
+        if app == "jistop":
+            return ["--n", 128, "--procs", 8, "--iters", self.ji_iters(128), "--eps-e9", JI_STOP_EPS_E9]
         raise ValueError(app)
 
     def rows(self, app):
@@ -339,7 +350,7 @@ class Plan:
         return ["ic", "ts"] + extra + ["cpp", "nat"]
 
     def add(self, app, impl, vps, row, sweep=None):
-        real = {"pc2": "pc", "probe": "dp"}.get(app, app)
+        real = {"pc2": "pc", "probe": "dp", "jistop": "ji"}.get(app, app)
         p = Point(real, impl, vps, row, self.args_for(app, row), sweep)
         p.est = self.estimate(app, impl, vps, row)
         k = p.key()
@@ -354,7 +365,7 @@ class Plan:
     def estimate(self, app, impl, vps, row):
         """A priori seconds per run (the progress line corrects it with what it measures)."""
         base = {"dp": 0.09, "pc": 0.12, "pc2": 0.1, "rw": 0.09, "ji": 0.06, "mm": 0.02 if self.mm_n == 256 else 0.15,
-                "probe": 0.25 / vps,
+                "probe": 0.25 / vps, "jistop": 0.03,
                 "tsp": 0.1 if self.tsp_cities == 15 else 0.35}[app]
         if impl == "ic":
             base *= 2.2
@@ -366,6 +377,10 @@ class Plan:
         if not self.only or "dp" in self.only:
             for vps in self.vps_list:       # the cp-ts probes: preemption must happen (PROBE_THINK)
                 self.add("probe", "ts", vps, "probe").must_preempt = True
+        if not self.only or "ji" in self.only:
+            for vps in self.vps_list:       # JI's stopping rule: one early stop per VP count and style
+                for impl in (["ic", "cm"] if vps == 1 else ["ic", "pcm"]):
+                    self.add("jistop", impl, vps, "128x8").must_stop_early = True
         for app in APPS + ("pc2",):
             if self.only and (app if app != "pc2" else "pc") not in self.only:
                 continue
@@ -586,6 +601,10 @@ def judge(p, rc, out, err, policy=(False, "")):
     why = model_check(p, rec)
     if why is not None:
         return "failed", f"not the model of its label: {why}", rec
+    if p.must_stop_early and rec["answer"].get("stopped_early") != "1":
+        return "wrong", (f"JI early-stop point: iterations={rec['answer'].get('iterations')} of "
+                         f"{p.args[p.args.index('--iters') + 1]}, stopped_early="
+                         f"{rec['answer'].get('stopped_early')}: the stopping rule did not run"), rec
     return "ok", None, rec
 
 
@@ -909,6 +928,8 @@ def counters_table(plan):
             app = "pc 2P2C1S"
         if p.must_preempt:
             app = "dp (cp-ts probe)"
+        if p.must_stop_early:
+            app = "ji (early stop)"
         rows.append([app, str(p.vps), row_name(p.app, p.row), IMPL_HEAD[p.impl], fs(p.median())] + c)
     return md_table(head, rows)
 
@@ -1198,9 +1219,18 @@ def report(plan, t_start, t_end, problems, ngroups, xxii, build_dir, loads, poli
         tag = "n/a" if cond is None else ("**holds**" if cond else "**does not hold**")
         lines.append(f"- {tag}: {text} — {nums}")
     lines.append("\n## Checks\n")
-    lines.append(f"- Answers: every run checked its own result (meals, exactly-once delivery, database consistency, "
-                 f"JI against a sequential reference, MM against a reference product, TSP against the known optimum); "
-                 f"runs with the same parameters agreed across models in {ngroups - len(problems)} of {ngroups} groups.")
+    lines.append(f"- Answers: every run checked its own result (DP: meals per philosopher, no fork held twice, every "
+                 f"fork and semaphore back at 1 at the end; PC: exactly-once delivery; RW: database consistency; JI "
+                 f"against a sequential reference; MM against a reference product; TSP: the known optimum, every task "
+                 f"of the bag searched exactly once, and no task with fewer nodes than the sequential search with the "
+                 f"bound fixed at the optimum expands in it); runs with the same parameters agreed across models in "
+                 f"{ngroups - len(problems)} of {ngroups} groups.")
+    stops = [p for p in plan.points if p.must_stop_early]
+    if stops:
+        lines.append(f"- JI early stop (`ji --n 128 --procs 8 --eps-e9 {JI_STOP_EPS_E9:,}`: every run must stop on "
+                     f"the largest change before its iteration limit, at the reference's iteration): "
+                     + "; ".join(f"{IMPL_HEAD[p.impl]} {p.vps} VP{'s' if p.vps > 1 else ''}: {p.status}, iterations "
+                                 f"{answer_median(p, 'iterations')}" for p in stops) + ".")
     for pr in problems:
         lines.append(f"  - **differ**: {pr}")
     lines += model_lines(plan, policy)
@@ -1319,7 +1349,7 @@ def run(build_dir, mode="default", runs=None, results_dir=None, only=None, sweep
                        "sweep": list(p.sweep) if p.sweep else None, "program": p.program, "args": p.args,
                        "env": p.env, "cpus": p.cpus, "status": p.status, "reason": p.reason,
                        "expected_impl": p.expected_impl(), "expected_vps": p.expected_vps(),
-                       "probe": p.must_preempt,
+                       "probe": p.must_preempt, "early_stop": p.must_stop_early,
                        "median": p.median(), "min": min(p.samples) if p.samples else None,
                        "max": max(p.samples) if p.samples else None, "samples": p.samples, "runs": p.runs}
                       for p in plan.points]}

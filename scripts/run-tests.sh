@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # scripts/run-tests.sh [config...] - builds ursa in each configuration and runs every test with
 # CTest (each test in its own process, under a timeout).  Configurations:
-#   model     Spin model check of the rotator's sleep/wake protocol (scripts/check-model.sh,
-#             model/README.md); each of its checks counts as a test.
+#   model     Spin model check of the SMP scheduler's protocols and of the switch's on-CPU byte
+#             (scripts/check-model.sh, model/README.md); each of its checks counts as a test.
 #   plain     gcc, asm context switch, -Werror
 #   debug     -O0 with ursa's internal invariant checks (URSA_ASSERT, -DURSA_DEBUG) on
 #   asan      AddressSanitizer + UndefinedBehaviorSanitizer
 #   ucontext  the portable ucontext context switch
 #   tsan      ThreadSanitizer
-#   valgrind  the plain build, each test run under Valgrind memcheck (stacks registered)
+#   valgrind  the plain build, each test run under Valgrind memcheck (stacks registered) with
+#             --leak-check=full --errors-for-leak-kinds=definite: a definite leak fails the test
 #   hard      allocation-failure injection (-DURSA_TEST_HARD=ON): every allocation and mapping of
 #             a scenario fails in turn; errors must be -ENOMEM/-EAGAIN and nothing may leak;
 #             with several VPs also a random run-queue order and a migration at every yield and
@@ -56,7 +57,7 @@ ALL=(model plain debug asan ucontext tsan valgrind hard clang clang-asan clang-t
 # (model runs no CTest, so has no factor).
 #            config          FACTOR SECONDS
 TABLE=$(cat <<'EOF'
-             model           -      30
+             model           -      50
              plain           1      20
              debug           1      20
              asan            2      30
@@ -176,9 +177,9 @@ flags_of() {   # the CMake flags of configuration $1 (unchanged from the first r
     clang-asan) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DURSA_SANITIZE=address) ;;
     clang-tsan) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DURSA_SANITIZE=thread) ;;
     clang-valgrind) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_FLAGS=-gdwarf-4  # Valgrind 3.19 reads no DWARF 5
-                           -DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;-q") ;;
+                           -DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;--leak-check=full;--errors-for-leak-kinds=definite;-q") ;;
     clang-hard) flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DURSA_TEST_HARD=ON) ;;
-    valgrind) flags=(-DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;-q") ;;
+    valgrind) flags=(-DURSA_VALGRIND=ON "-DURSA_TEST_WRAPPER=valgrind;--error-exitcode=9;--leak-check=full;--errors-for-leak-kinds=definite;-q") ;;
   esac
 }
 

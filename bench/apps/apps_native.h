@@ -9,6 +9,7 @@
  *                                              sem_destroy (futex-based in glibc: a P that does
  *                                              not block is a user-space atomic, a blocking P
  *                                              and the V that wakes it are system calls)
+ *   ursa_sem_getvalue                       -> sem_getvalue (the answer checks, after the clock)
  *   ursa_yield                              -> sched_yield
  *   ursa_tick                               -> nothing (the kernel preempts by time-slicing)
  * Return values follow ursa's convention (0 or a negative errno value).  The CM- and PCM-style
@@ -39,6 +40,7 @@ static inline int ursa_sem_wait(ursa_sem_t *s) {
     if (errno != EINTR) return -errno;
   return 0;
 }
+static inline int ursa_sem_getvalue(ursa_sem_t *s, int *v) { return sem_getvalue(s, v) ? -errno : 0; }
 static inline int ursa_yield(void) { return sched_yield() ? -errno : 0; }
 static inline void ursa_tick(void) {}
 

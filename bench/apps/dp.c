@@ -30,8 +30,12 @@
  *               philosopher of a region runs at a time.
  * cm and pcm* call ursa_require_cooperative (exit 2 under cp-ts / cp-ic).
  *
- * Checked: every philosopher ate exactly --meals times, and no fork was ever held by two
- * philosophers at once (each fork records its holder with an atomic exchange at take and put).
+ * Checked: every philosopher ate exactly --meals times (counted per philosopher), no fork was ever
+ * held by two philosophers at once (each fork records its holder with an atomic exchange at take
+ * and put), and at the end every fork is back on the table: its holder record empty, its
+ * semaphore at 1 (every style: the ones a style does not use must still have their initial 1),
+ * its shared int at 1 (the cooperative styles), and every region's protection and region
+ * semaphore at 1 (pcm).  A P without its V, or a V too many, leaves a value other than 1.
  * digest: the xor of every philosopher's work results, the same for every style and model.
  */
 #include "apps_common.h"
@@ -201,7 +205,8 @@ int main(int argc, char **argv) {
     { NULL, 0, NULL, NULL } };
   struct apps_run run;
   char style_tag[32];
-  uint64_t i, total = 0, bad = 0, digest = 0;
+  uint64_t i, total = 0, bad = 0, digest = 0, meals_min = UINT64_MAX, meals_max = 0;
+  uint64_t forks_wrong = 0, sems_wrong = 0;
   int ok, coop;
   apps_parse(argc, argv, opts, "DP, dining philosophers (Keen et al. 4.1, 4.2)");
   if (think_w == UINT64_MAX) think_w = work;
@@ -252,16 +257,39 @@ int main(int argc, char **argv) {
   for (i = 0; i < nphil; i++) {
     total += ate[i];
     if (ate[i] != meals) bad++;
+    if (ate[i] < meals_min) meals_min = ate[i];
+    if (ate[i] > meals_max) meals_max = ate[i];
     digest ^= digest_of[i];
   }
+  /* every fork back on the table, every semaphore back at its initial 1 */
+  for (i = 0; i < nphil; i++) {
+    int v = -1;
+    APPS_CHECK(ursa_sem_getvalue(&fork_sem[i], &v));
+    if (v != 1 || holder[i] != 0) forks_wrong++;
+#ifndef APPS_PTHREADS
+    if (dp_fork_free[i] != 1) forks_wrong++;
+#endif
+  }
+#ifndef APPS_PTHREADS
+  if (strcmp(style, "pcm") == 0) {
+    for (i = 0; i < nregions; i++) {
+      int v = -1, w = -1;
+      APPS_CHECK(ursa_sem_getvalue(&prot[i], &v));
+      APPS_CHECK(ursa_sem_getvalue(&regsem[i], &w));
+      if (v != 1 || w != 1) sems_wrong++;
+    }
+  }
+#endif
   apps_result(&run, "work=%llu think=%llu eat=%llu meals=%llu phil=%llu regions=%llu",
               (unsigned long long)work, (unsigned long long)think_w, (unsigned long long)eat_w,
               (unsigned long long)meals, (unsigned long long)nphil,
               (unsigned long long)(strcmp(style, "pcm") == 0 ? nregions : 0));
-  ok = bad == 0 && violations == 0 && total == meals * nphil;
-  apps_answer(&run, ok, "meals_eaten=%llu expected=%llu hungry_philosophers=%llu fork_violations=%llu digest=%016llx",
-              (unsigned long long)total, (unsigned long long)(meals * nphil), (unsigned long long)bad,
-              (unsigned long long)violations, (unsigned long long)digest);
+  ok = bad == 0 && violations == 0 && total == meals * nphil && forks_wrong == 0 && sems_wrong == 0;
+  apps_answer(&run, ok, "meals_eaten=%llu expected=%llu meals_min=%llu meals_max=%llu hungry_philosophers=%llu "
+              "fork_violations=%llu forks_not_on_table=%llu region_sems_wrong=%llu digest=%016llx",
+              (unsigned long long)total, (unsigned long long)(meals * nphil), (unsigned long long)meals_min,
+              (unsigned long long)meals_max, (unsigned long long)bad, (unsigned long long)violations,
+              (unsigned long long)forks_wrong, (unsigned long long)sems_wrong, (unsigned long long)digest);
 #ifndef APPS_PTHREADS
   if (strcmp(style, "pcm") == 0 && variant == 0)
     for (i = 0; i < nregions; i++) APPS_CHECK(ursa_region_destroy(&regions[i]));

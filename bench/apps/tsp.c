@@ -17,7 +17,16 @@
  *        it, atomically); the tour is stored under it.
  *   cm   the same shared variables without semaphores.
  * Checked: the length found is the known optimum, and the tour stored is a permutation of the
- * cities whose length is that.
+ * cities whose length is that; and the set of tasks completed: every task of the bag was searched
+ * exactly once (each worker counts the tasks it finished, by index, in its own array, so the
+ * count needs no synchronization; the sum over the workers must be 1 for every task).  The
+ * optimum alone does not see a lost task: each optimal tour lives in two tasks (it and its
+ * reverse), so a task that is never searched, or searched twice, usually leaves the length right.
+ * And the nodes expanded in each task against the sequential search's lower bound: after the
+ * clock, each task is searched again alone with the bound fixed at the optimum.  A real run's
+ * bound is never below the optimum, so it expands at least every node that search expands (a
+ * node's parent is not pruned and its edge passes the test under any bound >= the optimum), task
+ * by task; fewer nodes in a task mean part of it was never searched.
  */
 #include "apps_common.h"
 
@@ -40,6 +49,8 @@ static int ntasks, task_a[MAXC * MAXC], task_b[MAXC * MAXC];
 int tsp_best, tsp_next;   /* external linkage: re-read after every ursa call (cm) */
 static int best_tour[MAXC];
 static uint64_t nodes_of[MAXP];
+static uint8_t *done_by;                /* [worker * ntasks + task]: tasks the worker finished */
+static uint64_t task_nodes[MAXC * MAXC]; /* nodes expanded in each task, by whoever searched it */
 static int cp_style;
 static ursa_sem_t bag_mutex, best_mutex;
 
@@ -117,7 +128,12 @@ static void *worker(void *arg) {
       t = tsp_next++;
     }
     if (t >= ntasks) break;
-    run_task(&s, t);
+    {
+      uint64_t before = s.nodes;
+      run_task(&s, t);
+      __atomic_add_fetch(&task_nodes[t], s.nodes - before, __ATOMIC_RELAXED);
+    }
+    done_by[(size_t)w * (size_t)ntasks + (size_t)t]++;
   }
   nodes_of[w] = s.nodes;
   return NULL;
@@ -135,7 +151,8 @@ int main(int argc, char **argv) {
   struct apps_run run;
   uint64_t x = 2001, nodes = 0, i;
   int xs[MAXC], ys[MAXC], j, k, seen[MAXC], perm_ok = 1, len = 0, nn_cost = 0, cur;
-  int ok;
+  int ok, tasks_done = 0, tasks_lost = 0, tasks_twice = 0, tasks_short = 0, best_len;
+  uint64_t nodes_low = 0;
   apps_parse(argc, argv, opts, "TSP, branch and bound with a shared bound (Keen et al. 6)");
   if (!apps_one_of(style, "cp cm")) { fprintf(stderr, "tsp: --style cp|cm\n"); return 2; }
   if (ncities < 8 || ncities > MAXC || nprocs < 1 || nprocs > MAXP) {
@@ -182,6 +199,7 @@ int main(int argc, char **argv) {
   tsp_best = nn_cost;
   APPS_CHECK(ursa_sem_init(&bag_mutex, 1));
   APPS_CHECK(ursa_sem_init(&best_mutex, 1));
+  if ((done_by = calloc((size_t)nprocs * (size_t)ntasks, 1)) == NULL) { fprintf(stderr, "tsp: out of memory\n"); return 1; }
 
   apps_clock_start(&run);
   for (i = 0; i < nprocs; i++) apps_spawn(&th[i], worker, (void *)(uintptr_t)i);
@@ -189,6 +207,26 @@ int main(int argc, char **argv) {
   apps_clock_stop(&run);
 
   for (i = 0; i < nprocs; i++) nodes += nodes_of[i];
+  best_len = tsp_best;
+  for (j = 0; j < ntasks; j++) {          /* the set of tasks completed: each exactly once */
+    unsigned times = 0;
+    for (i = 0; i < nprocs; i++) times += done_by[i * (uint64_t)ntasks + (uint64_t)j];
+    if (times == 0) tasks_lost++;
+    else if (times > 1) tasks_twice++;
+    else tasks_done++;
+  }
+  free(done_by);
+  /* the sequential lower bound per task: the bound fixed at the optimum (found() never runs: no
+   * tour is shorter), outside the clock */
+  __atomic_store_n(&tsp_best, optimum[ncities], __ATOMIC_RELAXED);
+  for (j = 0; j < ntasks; j++) {
+    struct search r;
+    memset(&r, 0, sizeof r);
+    run_task(&r, j);
+    nodes_low += r.nodes;
+    if (task_nodes[j] < r.nodes) tasks_short++;
+  }
+  __atomic_store_n(&tsp_best, best_len, __ATOMIC_RELAXED);
   for (j = 0; j < (int)ncities; j++) seen[j] = 0;
   for (j = 0; j < (int)ncities; j++) {
     int c = best_tour[j];
@@ -199,8 +237,11 @@ int main(int argc, char **argv) {
   if (perm_ok)
     for (j = 0; j < (int)ncities; j++) len += d[best_tour[j]][best_tour[(j + 1) % ncities]];
   apps_result(&run, "cities=%llu procs=%llu", (unsigned long long)ncities, (unsigned long long)nprocs);
-  ok = perm_ok && tsp_best == optimum[ncities] && len == tsp_best;
-  apps_answer(&run, ok, "length=%d optimum=%d tour_valid=%d tour_length=%d first_bound=%d nodes=%llu",
-              tsp_best, optimum[ncities], perm_ok, len, nn_cost, (unsigned long long)nodes);
+  ok = perm_ok && tsp_best == optimum[ncities] && len == tsp_best && tasks_done == ntasks &&
+       tasks_lost == 0 && tasks_twice == 0 && tasks_short == 0 && nodes >= nodes_low;
+  apps_answer(&run, ok, "length=%d optimum=%d tour_valid=%d tour_length=%d first_bound=%d tasks=%d "
+              "tasks_done=%d tasks_lost=%d tasks_twice=%d tasks_below_bound=%d nodes=%llu nodes_lower_bound=%llu",
+              tsp_best, optimum[ncities], perm_ok, len, nn_cost, ntasks, tasks_done, tasks_lost,
+              tasks_twice, tasks_short, (unsigned long long)nodes, (unsigned long long)nodes_low);
   return apps_end(&run, ok);
 }
