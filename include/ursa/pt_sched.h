@@ -328,8 +328,12 @@ static inline int16_t ursa__pts_sem_post_from(struct ursa_pts *self, struct ursa
                        (w = s->head) != 0 && w->exec == e, 1)) {
     struct ursa__pts_runq *q = (struct ursa__pts_runq *)(void *)e;
     s->head = w->next;
-    w->result = 0;                                              /* its wait's result */
-    __atomic_store_n(&w->state, (uint8_t)URSA_PTS_READY, __ATOMIC_RELAXED);
+    /* Its wait's result, its state and its flags (0 for a stackless thread, the only kind an
+     * executor queues) in plain stores, which the compiler merges into one: nothing else runs
+     * here (the relaxed atomic elsewhere is for several VPs, where this path is never taken). */
+    w->result = 0;
+    w->state = (uint8_t)URSA_PTS_READY;
+    w->flags = 0;
     ursa__pts_fifo_put(&q->head, &q->tail, w);
     self->result = 0;                                           /* the post's own */
     return 0;
