@@ -36,6 +36,7 @@ static void *try_unlock(void *arg) {
 }
 
 TEST_IMPL(owner_not_inherited_with_descriptor) {
+  /* contract: unlock-ended-owner */
   ursa_thread_t a, b;
   long gap;
   init_one_vp();
