@@ -34,6 +34,21 @@ static const int clocks[2] = { CLOCK_MONOTONIC, CLOCK_REALTIME };
 #define MIX_OPS 320
 #define MIX_MVAR_EVERY 8                    /* every thread does MIX_OPS / 8 mvar operations */
 #define MIX_MVAR_EACH (MIX_OPS / MIX_MVAR_EVERY)
+/* On several VPs (the torture configuration) a quarter of the operations per thread: there the
+ * threads pile up on the condition variable (3 units for 1,000 threads) and each broadcast wakes
+ * hundreds of them to wait again, ~22 million blocks where one VP has 170,000 (11 s of 60 in the
+ * debug build beside two copies of itself).  Under ThreadSanitizer also a quarter of the threads:
+ * each is a TSan fiber, TSan's vector clocks grow with their number and every hand-off between
+ * VPs acquires and releases whole clocks, so the cost grows with the square of the threads
+ * (1,000 took over 180 s; 250: 7.4 s alone). */
+#define MIX_OPS_SMP (MIX_OPS / 4)
+#if defined(__SANITIZE_THREAD__)
+#define MIX_THREADS_SMP (MIX_THREADS / 4)
+#else
+#define MIX_THREADS_SMP MIX_THREADS
+#endif
+static int mix_threads = MIX_THREADS, mix_ops = MIX_OPS;   /* this run's: set before any worker */
+#define mix_mvar_each (mix_ops / MIX_MVAR_EVERY)
 #define MIX_SEM_UNITS 5
 #define MIX_COND_UNITS 3
 #define MIX_IVARS 10
@@ -173,7 +188,7 @@ static void mix_ivar(uint64_t *s) {
 /* Even threads put their values, odd threads take as many: every value is taken exactly once. */
 static void mix_mvar(int id, int nth) {
   if (id % 2 == 0) {
-    int val = (id / 2) * MIX_MVAR_EACH + nth;
+    int val = (id / 2) * mix_mvar_each + nth;
     ASSERT_OK(ursa_mvar_put(&g_mv, (void *)(intptr_t)(val + 1)));
     atomic_fetch_add(&g_mv_puts, 1);
   } else {
@@ -181,7 +196,7 @@ static void mix_mvar(int id, int nth) {
     int val;
     ASSERT_OK(ursa_mvar_take(&g_mv, &v));
     val = (int)(intptr_t)v - 1;
-    ASSERT(val >= 0 && val < (MIX_THREADS / 2) * MIX_MVAR_EACH);
+    ASSERT(val >= 0 && val < (mix_threads / 2) * mix_mvar_each);
     ASSERT_EQ(atomic_exchange(&g_mv_seen[val], 1), 0);   /* taken once */
     atomic_fetch_add(&g_mv_takes, 1);
   }
@@ -191,11 +206,11 @@ static void mix_mvar(int id, int nth) {
 static void *mix_worker(void *arg) {
   int id = (int)(intptr_t)arg, i, nth = 0;
   uint64_t s = thread_seed(g_seed, id);
-  if (id % (MIX_THREADS / MIX_IVARS) == 0) {  /* ten threads each write one I-structure first */
-    int k = id / (MIX_THREADS / MIX_IVARS);
+  if (id % (mix_threads / MIX_IVARS) == 0) {  /* ten threads each write one I-structure first */
+    int k = id / (mix_threads / MIX_IVARS);
     ASSERT_OK(ursa_ivar_put(&g_iv[k], (void *)(intptr_t)(1000 + k)));
   }
-  for (i = 0; i < MIX_OPS; i++) {
+  for (i = 0; i < mix_ops; i++) {
     switch (rnd(&s, 6)) {
     case 0: mix_mutex(&s); break;
     case 1: mix_sem(&s); break;
@@ -207,7 +222,7 @@ static void *mix_worker(void *arg) {
     if (i % MIX_MVAR_EVERY == id % MIX_MVAR_EVERY) mix_mvar(id, nth++);
     yield_n(rnd(&s, 2));
   }
-  ASSERT_EQ(nth, MIX_MVAR_EACH);
+  ASSERT_EQ(nth, mix_mvar_each);
   return (void *)(intptr_t)(id + 1);
 }
 
@@ -225,8 +240,12 @@ TEST_IMPL(stress_mixed_sync_1000_threads) {
   ASSERT_OK(ursa_rwlock_init(&g_rw));
   ASSERT_OK(ursa_mvar_init(&g_mv));
   for (i = 0; i < MIX_IVARS; i++) ASSERT_OK(ursa_ivar_init(&g_iv[i]));
-  for (i = 0; i < MIX_THREADS; i++) ASSERT_OK(ursa_create(&t[i], NULL, mix_worker, (void *)(intptr_t)i));
-  for (i = 0; i < MIX_THREADS; i++) {
+  if (ursa_vp_count() > 1) {
+    mix_threads = MIX_THREADS_SMP;
+    mix_ops = MIX_OPS_SMP;
+  }
+  for (i = 0; i < mix_threads; i++) ASSERT_OK(ursa_create(&t[i], NULL, mix_worker, (void *)(intptr_t)i));
+  for (i = 0; i < mix_threads; i++) {
     ASSERT_OK(ursa_join(t[i], &r));
     ASSERT_EQ((intptr_t)r, i + 1);
   }
@@ -240,11 +259,11 @@ TEST_IMPL(stress_mixed_sync_1000_threads) {
   ASSERT_EQ(atomic_load(&g_mx_in), 0);
   ASSERT_EQ(atomic_load(&g_rd_in) + atomic_load(&g_wr_in), 0);
   ASSERT_GT(atomic_load(&g_rd_max), 1);      /* readers did share */
-  ASSERT_EQ(atomic_load(&g_mv_puts), (MIX_THREADS / 2) * MIX_MVAR_EACH);
+  ASSERT_EQ(atomic_load(&g_mv_puts), (mix_threads / 2) * mix_mvar_each);
   ASSERT_EQ(atomic_load(&g_mv_takes), atomic_load(&g_mv_puts));
-  for (i = 0; i < (MIX_THREADS / 2) * MIX_MVAR_EACH; i++) ASSERT_EQ(atomic_load(&g_mv_seen[i]), 1);
+  for (i = 0; i < (mix_threads / 2) * mix_mvar_each; i++) ASSERT_EQ(atomic_load(&g_mv_seen[i]), 1);
   for (i = 0; i < 7; i++) total += atomic_load(&g_ops[i]);
-  ASSERT_EQ(total, (long)MIX_THREADS * MIX_OPS + (long)MIX_THREADS * MIX_MVAR_EACH);
+  ASSERT_EQ(total, (long)mix_threads * mix_ops + (long)mix_threads * mix_mvar_each);
   ASSERT_EQ(atomic_load(&g_iv_reads), atomic_load(&g_ops[5]));
   ASSERT_OK(ursa_mutex_trylock(&g_mx));      /* everything is free again */
   ASSERT_OK(ursa_mutex_unlock(&g_mx));
@@ -262,8 +281,8 @@ TEST_IMPL(stress_mixed_sync_1000_threads) {
   ASSERT_OK(ursa_mutex_destroy(&g_cmx));
   for (i = 0; i < MIX_IVARS; i++) ASSERT_OK(ursa_ivar_destroy(&g_iv[i]));
   ASSERT_OK(ursa_stats(&st));
-  printf("ops: mutex %ld sem %ld cond %ld read %ld write %ld ivar %ld mvar %ld; "
-         "switches %llu blocks %llu; %.0f ms\n",
+  printf("%d threads on %u VP(s); ops: mutex %ld sem %ld cond %ld read %ld write %ld ivar %ld mvar %ld; "
+         "switches %llu blocks %llu; %.0f ms\n", mix_threads, ursa_vp_count(),
          atomic_load(&g_ops[0]), atomic_load(&g_ops[1]), atomic_load(&g_ops[2]), atomic_load(&g_ops[3]),
          atomic_load(&g_ops[4]), atomic_load(&g_ops[5]), atomic_load(&g_ops[6]),
          (unsigned long long)st.switches, (unsigned long long)st.blocks,
