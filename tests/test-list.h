@@ -25,3 +25,4 @@ TEST(thread_dump_signal_bad_value)
 #include "list-owner.h"
 #include "list-hardening.h"
 #include "list-fuzz.h"
+#include "list-contract.h"

@@ -38,6 +38,7 @@ static void *join_self(void *arg) {
 }
 
 TEST_IMPL(badinput_join_self) {
+  /* contract: join-deadlock */
   ursa_thread_t t;
   void *r;
   ASSERT_OK(ursa_init(NULL));
@@ -53,6 +54,7 @@ TEST_IMPL(badinput_join_self) {
 /* ---- row 2: join a detached, live thread ----------------------------------------------------- */
 
 TEST_IMPL(badinput_join_detached) {
+  /* contract: join-not-joinable join-stale */
   ursa_thread_t t1, t2;
   ursa_attr_t a;
   ASSERT_OK(ursa_init(NULL));
@@ -78,6 +80,7 @@ TEST_IMPL(badinput_join_detached) {
 /* ---- row 3: join an already-joined handle ---------------------------------------------------- */
 
 TEST_IMPL(badinput_join_already_joined) {
+  /* contract: join-stale */
   ursa_thread_t t, t2;
   char name[URSA_NAME_MAX];
   void *r;
@@ -108,6 +111,7 @@ TEST_IMPL(badinput_join_already_joined) {
 /* ---- row 4: garbage handles ------------------------------------------------------------------ */
 
 TEST_IMPL(badinput_join_garbage_handles) {
+  /* contract: join-stale */
   ursa_thread_t t, bad[6];
   uint64_t h;
   char name[URSA_NAME_MAX];
@@ -154,6 +158,7 @@ static void *second_joiner(void *arg) {
 }
 
 TEST_IMPL(badinput_two_joiners) {
+  /* contract: join-not-joinable */
   ursa_thread_t j1, j2;
   void *r;
   ASSERT_OK(ursa_init(NULL));
@@ -191,6 +196,7 @@ static void *cycle_b(void *arg) {
 }
 
 TEST_IMPL(badinput_join_cycle_edeadlk) {
+  /* contract: join-deadlock */
   void *r;
   ASSERT_OK(ursa_init(NULL));
   ASSERT_OK(ursa_create(&g_t1, NULL, cycle_a, NULL));
@@ -290,6 +296,7 @@ static void cap_address_space(struct rlimit *old) {
 }
 
 TEST_IMPL(badinput_create_huge_stack) {
+  /* contract: create-stack-unmappable */
   ursa_attr_t a;
   ursa_thread_t t = URSA_THREAD_NULL;
   ursa_stats_t s0, s1;
@@ -321,6 +328,7 @@ TEST_IMPL(badinput_create_huge_stack) {
 /* bad-input.md row 8 (64 TiB).  ursa.h: ursa_attr_setstacksize is -EINVAL only "when smaller than
  * URSA_STACK_MIN"; "A size the system cannot map makes ursa_create fail with -EAGAIN". */
 TEST_IMPL(badinput_create_64tib_stack) {
+  /* contract: create-stack-unmappable */
   ursa_attr_t a;
   ursa_thread_t t;
   struct rlimit old;
@@ -358,6 +366,7 @@ static int in_other_thread(void *(*fn)(void *), void *arg) {
 }
 
 TEST_IMPL(badinput_mutex_errorcheck_relock) {
+  /* contract: relock-deadlock */
   ursa_mutex_t m;
   struct timespec ts;
   ASSERT_OK(ursa_init(NULL));
@@ -376,6 +385,7 @@ TEST_IMPL(badinput_mutex_errorcheck_relock) {
 
 /* Rows 11 and 12: every type knows its owner. */
 TEST_IMPL(badinput_mutex_unlock_not_owner) {
+  /* contract: unlock-not-held */
   ursa_mutex_t m;
   int type;
   ASSERT_OK(ursa_init(NULL));
@@ -406,6 +416,7 @@ static void *lock_and_count(void *m) {
 }
 
 TEST_IMPL(badinput_mutex_destroy_locked) {
+  /* contract: destroy-busy */
   ursa_mutex_t m;
   ursa_thread_t t;
   int type;
@@ -428,6 +439,7 @@ TEST_IMPL(badinput_mutex_destroy_locked) {
 }
 
 TEST_IMPL(badinput_mutex_use_after_destroy) {
+  /* contract: use-destroyed */
   ursa_mutex_t m;
   ursa_cond_t c;
   struct timespec ts = test_deadline_in(CLOCK_MONOTONIC, 10 * MS);
@@ -479,6 +491,7 @@ static void *barrier_waiter(void *arg) {
 }
 
 TEST_IMPL(badinput_barrier_destroy_with_waiters) {
+  /* contract: destroy-busy */
   ursa_thread_t t[2];
   void *r;
   int serial = 0, x, i;
@@ -529,6 +542,7 @@ static void *rw_try_other(void *arg) {
 #define TRY_WR() in_other_thread(rw_try_other, (void *)1)
 
 TEST_IMPL(badinput_rwlock_unlock_not_held) {
+  /* contract: unlock-not-held */
   ursa_thread_t t;
   ASSERT_OK(ursa_init(NULL));
   ASSERT_OK(ursa_rwlock_init(&g_rw));
@@ -565,6 +579,7 @@ TEST_IMPL(badinput_rwlock_unlock_not_held) {
 }
 
 TEST_IMPL(badinput_rwlock_relock_edeadlk) {
+  /* contract: relock-deadlock */
   struct timespec ts;
   ASSERT_OK(ursa_init(NULL));
   ASSERT_OK(ursa_rwlock_init(&g_rw));
@@ -587,6 +602,7 @@ TEST_IMPL(badinput_rwlock_relock_edeadlk) {
 }
 
 TEST_IMPL(badinput_rwlock_destroy_held) {
+  /* contract: destroy-busy */
   ursa_thread_t t;
   ASSERT_OK(ursa_init(NULL));
   ASSERT_OK(ursa_rwlock_init(&g_rw));
@@ -669,6 +685,7 @@ TEST_IMPL(badinput_rwlock_read_max) {
 /* ---- row 21: timed waits with a bad deadline ------------------------------------------------- */
 
 TEST_IMPL(badinput_timed_bad_timespec) {
+  /* contract: deadline-bad-nsec */
   ursa_sem_t s;
   ursa_mutex_t m;
   ursa_cond_t c;
@@ -810,6 +827,7 @@ TEST_IMPL(badinput_cond_wait_without_mutex) {
 }
 
 TEST_IMPL(badinput_cond_destroy_with_waiters) {
+  /* contract: destroy-busy */
   ursa_thread_t t[2];
   int i;
   ASSERT_OK(ursa_init(NULL));
@@ -933,6 +951,7 @@ static void *ivar_get_thread(void *arg) {
 }
 
 TEST_IMPL(badinput_ivar_second_put) {
+  /* contract: ivar-second-put */
   ursa_thread_t t;
   void *v;
   ASSERT_OK(ursa_init(NULL));
@@ -954,6 +973,7 @@ TEST_IMPL(badinput_ivar_second_put) {
 }
 
 TEST_IMPL(badinput_mvar_try_full_empty) {
+  /* contract: mvar-try-full-empty */
   ursa_mvar_t mv;
   void *v = (void *)0x55;
   ASSERT_OK(ursa_init(NULL));
@@ -973,6 +993,7 @@ TEST_IMPL(badinput_mvar_try_full_empty) {
 /* ---- row 31: operations on destroyed (and never-initialized) objects ------------------------- */
 
 TEST_IMPL(badinput_use_destroyed_objects) {
+  /* contract: use-destroyed */
   ursa_sem_t s;
   ursa_mutex_t m, mok;
   ursa_cond_t c;
@@ -1068,6 +1089,7 @@ static void dummy_once(void) {}
 /* ursa_strerror(-EINVAL): "uninitialized or destroyed object".  Objects full of garbage, and
  * all-zero objects of the kinds that have no static initializer, are rejected, never used. */
 TEST_IMPL(badinput_uninitialized_objects) {
+  /* contract: use-destroyed */
   ursa_sem_t s;
   ursa_mutex_t m;
   ursa_cond_t c;
@@ -1146,6 +1168,7 @@ static void *mvar_take_thread(void *arg) {
 static void *mvar_put_thread(void *arg) { g_ready++; ASSERT_OK(ursa_mvar_put(&g_mv, arg)); return NULL; }
 
 TEST_IMPL(badinput_destroy_with_waiters) {
+  /* contract: destroy-busy */
   ursa_thread_t t;
   void *v;
   ASSERT_OK(ursa_init(NULL));
@@ -1337,6 +1360,7 @@ static int g_once_runs;
 static void count_once(void) { g_once_runs++; }
 
 TEST_IMPL(badinput_before_init_eperm) {
+  /* contract: outside-ursa */
   ursa_thread_t t;
   ursa_key_t k = 0;
   char name[URSA_NAME_MAX];
@@ -1501,6 +1525,7 @@ static void *foreign_kernel_thread(void *arg) {
 }
 
 TEST_IMPL(badinput_foreign_kernel_thread_eperm) {
+  /* contract: outside-ursa */
   struct objs o;
   pthread_t pt;
   void *r;
@@ -1585,6 +1610,7 @@ static void *strict_foreign(void *arg) {
 }
 
 TEST_IMPL(badinput_outside_ursa_every_call_eperm) {
+  /* contract: outside-ursa */
   struct objs o;
   pthread_t pt;
   strict_calls("before ursa_init", NULL);

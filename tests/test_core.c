@@ -279,6 +279,7 @@ static void vma_limit_scenario(void) {
 }
 
 TEST_IMPL(stack_vma_limit_is_an_error) {
+  /* contract: create-stack-unmappable */
   char out[8192];
   int status;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

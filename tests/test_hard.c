@@ -120,6 +120,7 @@ static int fail_every_point(const char *test, const char *vps) {
 #endif
 
 TEST_IMPL(hard_alloc_failure_at_every_point) {
+  /* contract: create-no-resources setspecific-no-memory */
 #if !URSA_TEST_HARD
   RETURN_SKIP("needs the hard test build (-DURSA_TEST_HARD=ON)");
 #else
@@ -131,6 +132,7 @@ TEST_IMPL(hard_alloc_failure_at_every_point) {
 /* The same with three VPs: ursa_init's SMP half (VP states, queues, idle contexts, kernel
  * threads) and creation on other VPs. */
 TEST_IMPL(hard_alloc_failure_smp) {
+  /* contract: create-no-resources setspecific-no-memory */
 #if !URSA_TEST_HARD
   RETURN_SKIP("needs the hard test build (-DURSA_TEST_HARD=ON)");
 #else

@@ -122,6 +122,7 @@ TEST_IMPL(hardening_dump_signal_while_vp_releases) {
 static void *report_vp(void *arg) { (void)arg; return (void *)(intptr_t)ursa_vp_self(); }
 
 TEST_IMPL(hardening_region_init_twice_refused) {
+  /* contract: region-init-live */
   ursa_region_t r;
   ursa_attr_t a;
   ursa_thread_t t;
@@ -178,6 +179,7 @@ TEST_IMPL(hardening_region_freed_storage_isolated) {
 }
 
 TEST_IMPL(hardening_create_in_destroyed_region) {
+  /* contract: create-destroyed-region */
   ursa_region_t r;
   ursa_attr_t a;
   ursa_thread_t t;
@@ -249,6 +251,7 @@ static void child_refused(void) {
 }
 
 TEST_IMPL(hardening_fork_several_vps_child_refused) {
+  /* contract: fork-child */
   ursa_attr_t a;
   ursa_thread_t h;
   pid_t pid;
@@ -302,6 +305,7 @@ static void child_continues(void) {
 }
 
 TEST_IMPL(hardening_fork_one_vp_child_continues) {
+  /* contract: fork-child */
   pid_t pid;
   pthread_t k;
   void *kpid;
@@ -344,6 +348,7 @@ static void *call_require_cooperative(void *arg) {
 }
 
 TEST_IMPL(hardening_require_cooperative_from_pthread) {
+  /* contract: outside-ursa */
   pthread_t k;
   void *r;
   init_vps(1);
@@ -368,6 +373,7 @@ static rlim_t vm_size(void) {
 }
 
 TEST_IMPL(hardening_init_under_rlimit_as) {
+  /* contract: init-no-memory */
   /* ursa_init under RLIMIT_AS (ulimit -v) a little above what the process has mapped, at several
    * margins and VP counts: it succeeds, or fails with the documented -ENOMEM. */
   static const unsigned margins_mib[] = { 0, 1, 2, 4, 8, 16, 32, 64, 128, 200, 256, 260, 270, 300, 400 };
@@ -422,6 +428,7 @@ static void huge_stack_scenario(void) {
 }
 
 TEST_IMPL(hardening_stack_too_large_message) {
+  /* contract: create-stack-unmappable */
   char out[4096];
   int status;
 #if defined(__SANITIZE_THREAD__)
@@ -451,6 +458,7 @@ static void exit_outside_scenario(void) {
 }
 
 TEST_IMPL(hardening_exit_outside_ursa_thread) {
+  /* contract: exit-outside-ursa */
   char out[4096];
   int status;
   run_child(exit_outside_scenario, &status, out, sizeof out);

@@ -34,6 +34,7 @@ static int model_init(int model, unsigned vps, unsigned quantum_us, unsigned swi
 /* ---- choosing a model --------------------------------------------------------------------------- */
 
 TEST_IMPL(model_select) {
+  /* contract: init-cpts-unsafe */
   int m;
   ASSERT_EQ(ursa_model(), 0);
   ASSERT_ERR(ursa_require_cooperative(), -EPERM);

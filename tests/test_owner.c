@@ -36,6 +36,7 @@ static void *try_unlock(void *arg) {
 }
 
 TEST_IMPL(owner_not_inherited_with_descriptor) {
+  /* contract: unlock-ended-owner */
   ursa_thread_t a, b;
   long gap;
   init_one_vp();
@@ -56,13 +57,33 @@ TEST_IMPL(owner_not_inherited_with_descriptor) {
 
 static ursa_mutex_t rm;
 
+static void *trylock_rm(void *arg) {
+  int r = ursa_mutex_trylock(&rm);
+  (void)arg;
+  if (r == 0) ASSERT_OK(ursa_mutex_unlock(&rm));
+  return (void *)(intptr_t)r;
+}
+
+/* A trylock of rm by a thread other than its owner: its result. */
+static int trylock_rm_elsewhere(void) {
+  ursa_thread_t t;
+  void *r;
+  ASSERT_OK(ursa_create(&t, NULL, trylock_rm, NULL));
+  ASSERT_OK(ursa_join(t, &r));
+  return (int)(intptr_t)r;
+}
+
 TEST_IMPL(owner_recursive_trylock_counts) {
+  /* contract: trylock-held */
   init_one_vp();
   ASSERT_OK(ursa_mutex_init(&rm, URSA_MUTEX_RECURSIVE));
   ASSERT_OK(ursa_mutex_lock(&rm));
   ASSERT_OK(ursa_mutex_trylock(&rm));                 /* its owner: one more level (POSIX) */
+  ASSERT_ERR(trylock_rm_elsewhere(), -EBUSY);         /* anyone else: held */
   ASSERT_OK(ursa_mutex_unlock(&rm));
+  ASSERT_ERR(trylock_rm_elsewhere(), -EBUSY);         /* still held: one level left */
   ASSERT_OK(ursa_mutex_unlock(&rm));
+  ASSERT_OK(trylock_rm_elsewhere());                  /* free now (the helper unlocks it) */
   ASSERT_ERR(ursa_mutex_unlock(&rm), -EPERM);         /* both levels were counted, no more */
   ASSERT_OK(ursa_mutex_destroy(&rm));
   ASSERT_OK(ursa_fini());

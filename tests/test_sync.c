@@ -281,6 +281,7 @@ TEST_IMPL(sync_mutex_errorcheck_relock) {
  * "currently locked (by any thread, including the current thread)"); -EDEADLK belongs to the
  * blocking lock calls.  Only a recursive mutex (and a recursive read lock) counts instead. */
 TEST_IMPL(sync_trylocks_by_holder_ebusy) {
+  /* contract: trylock-held */
   ursa_mutex_t m;
   ursa_rwlock_t l;
   ASSERT_OK(ursa_init(NULL));
@@ -329,6 +330,7 @@ TEST_IMPL(sync_mutex_normal_timed_relock_times_out) {
 }
 
 TEST_IMPL(sync_mutex_trylock_busy_every_type) {
+  /* contract: trylock-held */
   ursa_mutex_t m;
   int type;
   ASSERT_OK(ursa_init(NULL));

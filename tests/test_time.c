@@ -43,6 +43,7 @@ TEST_IMPL(time_far_future_deadline_waits) {
 }
 
 TEST_IMPL(time_past_deadline_tries_once) {
+  /* contract: deadline-passed */
   struct timespec neg = { -5, 0 }, zero = { 0, 0 }, min = { (time_t)LLONG_MIN, 0 };
   ursa_sem_t s;
   ursa_mutex_t m;
