@@ -106,14 +106,18 @@ int ursa_ivar_get(ursa_ivar_t *v, void **value) {
 }
 
 /* The waiter interface (waiter.h). */
+/* The end of every entry of the waiter interface here: r is the take-or-queue step's answer,
+ * which leaves the cell's lock held when it queued the waiter (1). */
+static int waiter_started(struct ursa__vp *vp, ursa__spin_t *lock, int r) {
+  if (r == 1) ursa__ounlock(vp, lock);
+  return r;
+}
+
 int ursa__ivar_get_waiter(ursa_ivar_t *v, struct ursa__waiter_call *c, void **value) {
-  struct ursa__vp *vp = ursa__tls_vp;
-  int r;
   IVAR_OR_RETURN(x, v);
   if (value == NULL) return -EINVAL;
   c->w.wait_obj = x;
-  if ((r = ivar_get_or_queue(vp, x, &c->w, value)) == 1) ursa__ounlock(vp, &x->lock);
-  return r;
+  return waiter_started(ursa__tls_vp, &x->lock, ivar_get_or_queue(ursa__tls_vp, x, &c->w, value));
 }
 
 /* The value of the I-structure a woken call waiter waited on.  It never changes again: no lock;
@@ -247,22 +251,16 @@ int ursa_mvar_take(ursa_mvar_t *v, void **value) {
 
 /* The waiter interface (waiter.h). */
 int ursa__mvar_put_waiter(ursa_mvar_t *v, struct ursa__waiter_call *c, void *value) {
-  struct ursa__vp *vp = ursa__tls_vp;
-  int r;
   MVAR_OR_RETURN(x, v);
   c->w.wait_obj = x;
-  if ((r = mvar_put_or_queue(vp, x, &c->w, value)) == 1) ursa__ounlock(vp, &x->lock);
-  return r;
+  return waiter_started(ursa__tls_vp, &x->lock, mvar_put_or_queue(ursa__tls_vp, x, &c->w, value));
 }
 
 int ursa__mvar_take_waiter(ursa_mvar_t *v, struct ursa__waiter_call *c, void **value) {
-  struct ursa__vp *vp = ursa__tls_vp;
-  int r;
   MVAR_OR_RETURN(x, v);
   if (value == NULL) return -EINVAL;
   c->w.wait_obj = x;
-  if ((r = mvar_take_or_queue(vp, x, &c->w, value)) == 1) ursa__ounlock(vp, &x->lock);
-  return r;
+  return waiter_started(ursa__tls_vp, &x->lock, mvar_take_or_queue(ursa__tls_vp, x, &c->w, value));
 }
 
 int ursa_mvar_trytake(ursa_mvar_t *v, void **value) {
