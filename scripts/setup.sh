@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
-  test)  need+=(binutils valgrind clang libclang-rt-14-dev gdb spin libunwind-dev) ;;  # nm: symbols; spin: model/; libunwind: dump backtraces
+  test)  need+=(binutils g++ valgrind clang libclang-rt-14-dev gdb spin libunwind-dev) ;;  # nm: symbols; g++: the pthread layer's C++ test; spin: model/; libunwind: dump backtraces
   bench) need+=(g++ libboost-context-dev libboost-fiber-dev libpth-dev)
          command -v go >/dev/null 2>&1 || need+=(golang-go)
          # venv + ensurepip: in python3-venv on Debian's python3, built in elsewhere (pyenv, say)
