@@ -154,9 +154,10 @@ static void *spsc_consumer(void *arg) {
 
 TEST_IMPL(queues_wq_spsc_stress) {
   static const uint32_t caps[] = { 2, 64, 1024 };
-  static const uint64_t items[] = { 8000, 120000, 150000 };   /* capacity 2 ping-pongs: slow.  Sized for
+  static const uint64_t items[] = { 4000, 60000, 75000 };     /* capacity 2 ping-pongs: slow.  Sized for
      a machine that other programs keep busy: beside two CPU hogs every sched_yield of its three
-     kernel threads waits out a hog's slice (4x these sizes took 27 s of 60 there, 1.3 s quiet) */
+     kernel threads waits out a hog's slice (8x these sizes took 27 s of 60 there, 1.3 s quiet;
+     2x 12.5 s in a fresh-clone run beside two hogs) */
   static struct spsc s;
   uint64_t t0 = test_now_ns();
   unsigned c;
