@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 dir=${1:-build-count}
 command -v valgrind >/dev/null || { echo "count-instructions: valgrind is missing (apt-get install valgrind)" >&2; exit 1; }
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DURSA_BUILD_TESTS=OFF -DURSA_BUILD_BENCH=ON >/dev/null
-ninja -C "$dir" ursa_ring_sem smp_ring ursa_yield_pingpong pt_sched_ring ursa_create_join >/dev/null
+ninja -C "$dir" ursa_ring_sem smp_ring ursa_yield_pingpong pt_sched_ring ursa_create_join \
+  pthread_ring_mutex ursa_pthread >/dev/null
 
 # instructions NAME N1 N2 CMD-WITH-@N@ : prints (Ir(N2) - Ir(N1)) / (N2 - N1)
 instructions() {
@@ -23,7 +24,8 @@ instructions() {
 irs() {
   local n=$1; shift
   local args=("${@//@N@/$n}") out
-  out=$(URSA_VPS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "${args[@]}" 2>&1 >/dev/null)
+  # (--trace-children: ursa-run is a script that execs the program; the last process is it)
+  out=$(URSA_VPS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null --trace-children=yes "${args[@]}" 2>&1 >/dev/null)
   echo "$out" | sed -nE 's/.*Collected : ([0-9]+).*/\1/p' | tail -1
 }
 b=$dir/bench
@@ -32,3 +34,4 @@ instructions "thread-ring, 2 VPs (per pass)"      200000 400000 "$b/smp_ring" 2 
 instructions "yield ping-pong, 1 VP (per yield)"  200000 400000 "$b/ursa_yield_pingpong" @N@
 instructions "create+join, 1 VP (per thread)"     100000 200000 "$b/ursa_create_join" @N@
 instructions "stackless scheduled ring (per pass)" 200000 400000 "$b/pt_sched_ring" ring @N@
+instructions "POSIX mutex ring, ursa-run 1 VP"    100000 200000 "$dir/ursa-run" -n 1 -- "$b/pthread_ring_mutex" @N@

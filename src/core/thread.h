@@ -66,6 +66,8 @@ struct ursa__thread {
   ursa_thread_t        handle;
   void              *(*fn)(void *);
   void                *arg;
+  void                *layer;        /* the record of the layer above that runs t (the POSIX
+                                        layer's struct upt_thread): ursa__layer_self             */
   void                *result;
   struct ursa__waiter *joiner;       /* the waiter of ursa_join(t) (a thread's or a call
                                         waiter), if any                                         */

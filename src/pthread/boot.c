@@ -77,12 +77,8 @@ void *upt_real(int index, const char *name) {
 
 /* ---- libursa's code --------------------------------------------------------------------------- */
 
-static uintptr_t ursa_lo, ursa_hi;     /* libursa.so's executable segment, [lo, hi)          */
-
-int upt_from_ursa(const void *ra) {
-  uintptr_t a = (uintptr_t)ra;
-  return a >= ursa_lo && a < ursa_hi;
-}
+uintptr_t upt_ursa_lo, upt_ursa_hi;  /* libursa.so's executable segment, [lo, hi)            */
+int upt_solo;
 
 static int find_ursa(struct dl_phdr_info *info, size_t size, void *data) {
   uintptr_t target = (uintptr_t)data;
@@ -93,8 +89,8 @@ static int find_ursa(struct dl_phdr_info *info, size_t size, void *data) {
     uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
     if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && target >= lo && target < hi) {
       if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0') return 1;   /* the program */
-      ursa_lo = lo;
-      ursa_hi = hi;
+      upt_ursa_lo = lo;
+      upt_ursa_hi = hi;
       return 1;
     }
   }
@@ -114,7 +110,7 @@ __attribute__((constructor(101))) static void upt_boot(void) {
 #undef UPT_RESOLVE
   (void)i;
   dl_iterate_phdr(find_ursa, (void *)(uintptr_t)&ursa_init);
-  if (ursa_lo == 0) {
+  if (upt_ursa_lo == 0) {
     fprintf(stderr, "ursa-pthread: ursa is linked into the program, not loaded as libursa.so: "
                     "POSIX threads run on the system's threads\n");
     return;
@@ -126,6 +122,7 @@ __attribute__((constructor(101))) static void upt_boot(void) {
                       "threads\n", ursa_strerror(rc));
     return;
   }
+  upt_solo = ursa_vp_count() == 1;
   upt_boot_threads();
   __atomic_store_n(&upt_booted, 1, __ATOMIC_RELEASE);
 }

@@ -32,10 +32,11 @@
 struct upt_mutex {               /* overlays pthread_mutex_t                                    */
   uint32_t spin;                 /* glibc __lock                                                */
   uint32_t depth;                /* glibc __count: RECURSIVE levels beyond the first            */
-  struct upt_thread *owner;      /* glibc __owner, __nusers: the holder, NULL when free          */
+  struct ursa__thread *owner;    /* glibc __owner, __nusers: the holder's ursa thread (its
+                                    token, upt.h), NULL when free                               */
   int kind;                      /* glibc __kind: PTHREAD_MUTEX_*; UPT_DEAD once destroyed       */
   int spare;
-  struct upt_queue q;            /* waiters, FIFO                                                */
+  struct ursa__waitq q;          /* waiting threads, FIFO: ursa's own queue (ursa__park_queued) */
 };
 _Static_assert(sizeof(struct upt_mutex) <= sizeof(pthread_mutex_t), "upt_mutex fits");
 _Static_assert(offsetof(struct upt_mutex, kind) == offsetof(pthread_mutex_t, __data.__kind),
@@ -56,20 +57,46 @@ static int mutex_type(const struct upt_mutex *m) {
   return k == PTHREAD_MUTEX_ADAPTIVE_NP ? PTHREAD_MUTEX_NORMAL : k;
 }
 
+/* The owner while an unlock passes the mutex to the waiter it woke, until that thread runs and
+ * writes itself (mutex_park): not NULL, so no other locker takes it meanwhile. */
+#define UPT_HANDOFF ((struct ursa__thread *)1)
+
+/* The reports' name of a mutex wait, and its edge in the wait-for graph: the holder. */
+static struct ursa__thread *mutex_owner(void *obj) {
+  struct ursa__thread *o = __atomic_load_n(&((struct upt_mutex *)obj)->owner, __ATOMIC_RELAXED);
+  return o == UPT_HANDOFF ? NULL : o;
+}
+static const struct ursa__waitkind mutex_kind = { "pthread_mutex_lock on mutex", mutex_owner, 0 };
+
+void upt_sync_boot(void) { ursa__waitkind_register(URSA__W_UPT_MUTEX, &mutex_kind); }
+
+/* Queues the calling thread (tok) on m and parks it until an unlock hands m over (0), or the
+ * deadline passes (ETIMEDOUT: its timer has taken it off the queue).  With several VPs m->spin
+ * is held, and park releases it once the thread is BLOCKED. */
+static int mutex_park(struct ursa__thread *tok, struct upt_mutex *m, uint64_t deadline) {
+  if (ursa__park_queued(URSA__W_UPT_MUTEX, m, &m->q, &m->spin, deadline) != 0) return ETIMEDOUT;
+  /* the unlock wrote UPT_HANDOFF before its wake-up, which orders it before this store */
+  __atomic_store_n(&m->owner, tok, __ATOMIC_RELAXED);
+  return 0;
+}
+
 static int mutex_lock(struct upt_thread *me, struct upt_mutex *m, int type, int mode, int clock,
                       const struct timespec *abs) {
-  struct upt_thread *o = NULL;
-  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0 };
-  /* acquire: pairs with the release of unlock */
-  if (__atomic_compare_exchange_n(&m->owner, &o, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-    return 0;
-  if (o == me) {
+  struct ursa__thread *o = NULL, *tok = me->tok;
+  if (upt_solo) {                               /* nothing runs in parallel (upt.h, "solo") */
+    if ((o = m->owner) == NULL) { m->owner = tok; return 0; }
+  } else if (__atomic_compare_exchange_n(&m->owner, &o, tok, 0, __ATOMIC_ACQUIRE,
+                                         __ATOMIC_RELAXED)) {
+    return 0;                                   /* acquire: pairs with the release of unlock */
+  }
+  if (o == tok) {
     if (type == PTHREAD_MUTEX_RECURSIVE) {
       if (m->depth == UINT32_MAX) return EAGAIN;
       m->depth++;
       return 0;
     }
-    if (type == PTHREAD_MUTEX_ERRORCHECK) return EDEADLK;
+    /* trylock: EBUSY, "locked by any thread, including the current thread" (POSIX) */
+    if (type == PTHREAD_MUTEX_ERRORCHECK) return mode == 1 ? EBUSY : EDEADLK;
   }
   if (mode == 1) return EBUSY;
   if (mode == 2) {
@@ -78,39 +105,37 @@ static int mutex_lock(struct upt_thread *me, struct upt_mutex *m, int type, int 
   }
   upt_spin_lock(&m->spin);
   o = NULL;
-  if (__atomic_compare_exchange_n(&m->owner, &o, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+  if (!upt_solo &&
+      __atomic_compare_exchange_n(&m->owner, &o, tok, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
     upt_spin_unlock(&m->spin);
     return 0;
   }
-  upt_q_push(&m->q, &w);
+  return mutex_park(tok, m, mode == 2 ? upt_deadline_ns(clock, abs) : 0);
+}
+
+/* Passes m to its first waiter, or frees it.  With several VPs m->spin is held and released. */
+static void mutex_release(struct upt_mutex *m) {
+  if (m->q.head != NULL) {
+    __atomic_store_n(&m->owner, UPT_HANDOFF, __ATOMIC_RELAXED);
+    if (ursa__unpark_first(&m->q, 0)) {         /* hand over: no other locker barges in */
+      upt_spin_unlock(&m->spin);
+      return;
+    }
+  }
+  __atomic_store_n(&m->owner, NULL, __ATOMIC_RELEASE);   /* release: pairs with lock's acquire */
   upt_spin_unlock(&m->spin);
-  if (upt_park(me, &w, clock, mode == 2 ? abs : NULL, 0) == UPT_W_WOKEN) return 0;  /* owner now */
-  upt_spin_lock(&m->spin);
-  upt_q_remove(&m->q, &w);
-  upt_spin_unlock(&m->spin);
-  return ETIMEDOUT;
 }
 
 static int mutex_unlock(struct upt_thread *me, struct upt_mutex *m, int type) {
-  struct upt_thread *o = __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
-  struct upt_waiter *w;
+  struct ursa__thread *o = __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
   if (type != PTHREAD_MUTEX_NORMAL) {
-    if (o != me) return EPERM;
+    if (o != me->tok) return EPERM;
     if (m->depth) { m->depth--; return 0; }
   } else if (o == NULL) {
     return 0;                                   /* glibc: unlocking a free NORMAL mutex is quiet */
   }
   upt_spin_lock(&m->spin);
-  while ((w = upt_q_pop(&m->q)) != NULL) {
-    struct upt_thread *next = w->t;
-    if (upt_wake(w)) {                          /* hand over: next owns it before it runs */
-      __atomic_store_n(&m->owner, next, __ATOMIC_RELEASE);
-      upt_spin_unlock(&m->spin);
-      return 0;
-    }
-  }
-  __atomic_store_n(&m->owner, NULL, __ATOMIC_RELEASE);   /* release: pairs with lock's acquire */
-  upt_spin_unlock(&m->spin);
+  mutex_release(m);
   return 0;
 }
 
@@ -128,7 +153,7 @@ int upt_mutex_unlock_internal(struct upt_thread *me, pthread_mutex_t *pm, unsign
   struct upt_mutex *m = (struct upt_mutex *)pm;
   int type = mutex_type(m);
   if (type < 0) return EINVAL;
-  if (type != PTHREAD_MUTEX_NORMAL && __atomic_load_n(&m->owner, __ATOMIC_RELAXED) != me)
+  if (type != PTHREAD_MUTEX_NORMAL && __atomic_load_n(&m->owner, __ATOMIC_RELAXED) != me->tok)
     return EPERM;
   *depth = m->depth;
   m->depth = 0;
@@ -161,9 +186,21 @@ UPT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm) {
   return 0;
 }
 
+/* The solo fast paths of lock and unlock, for the default (NORMAL) type: the thread-ring's.  The
+ * caller is an ursa thread (tok).  It is not ursa's own code, which calls no pthread_mutex_*
+ * function (the test pthread_ursa_imports checks libursa.so's imports), so the return address
+ * needs no test here. */
+#define UPT_SOLO_NORMAL(m, tok)                                                                  \
+  (upt_solo && (m)->kind == PTHREAD_MUTEX_NORMAL && ((tok) = ursa__self_thread()) != NULL)
+
 UPT_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
   struct upt_mutex *m = (struct upt_mutex *)pm;
+  struct ursa__thread *tok;
   int type;
+  if (UPT_SOLO_NORMAL(m, tok)) {
+    if (m->owner == NULL) { m->owner = tok; return 0; }
+    return mutex_park(tok, m, 0);
+  }
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_mutex_lock)(pm);
   if ((type = mutex_type(m)) < 0) return EINVAL;
@@ -200,7 +237,12 @@ UPT_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
 
 UPT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm) {
   struct upt_mutex *m = (struct upt_mutex *)pm;
+  struct ursa__thread *tok;
   int type;
+  if (UPT_SOLO_NORMAL(m, tok)) {
+    if (m->owner != NULL) mutex_release(m);     /* glibc: unlocking a free NORMAL mutex is quiet */
+    return 0;
+  }
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_mutex_unlock)(pm);
   if ((type = mutex_type(m)) < 0) return EINVAL;
@@ -269,7 +311,7 @@ UPT_EXPORT int pthread_cond_destroy(pthread_cond_t *pc) {
  * cleanup handlers, and consumes no signal. */
 static int cond_wait(struct upt_thread *me, struct upt_cond *c, pthread_mutex_t *pm, int clock,
                      const struct timespec *abs) {
-  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0 };
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok };
   unsigned depth;
   int st, e;
   if (c->dead == UPT_DEAD) return EINVAL;
@@ -375,7 +417,7 @@ static void rw_grant(struct upt_rwlock *l) {
 
 static int rw_lock(struct upt_thread *me, struct upt_rwlock *l, int kind, int mode, int clock,
                    const struct timespec *abs) {
-  struct upt_waiter w = { NULL, me, UPT_W_WAITING, kind };
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, kind, 0, me->tok };
   int e;
   if (l->dead == UPT_DEAD) return EINVAL;
   if (mode == 2 && (e = upt_check_deadline(clock, abs)) != 0) return e;
@@ -506,6 +548,8 @@ UPT_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
   w.t = me;
   w.state = UPT_W_WAITING;
   w.kind = 0;
+  w.timed = 0;
+  w.tok = me->tok;
   upt_q_push(&b->q, &w);
   upt_spin_unlock(&b->spin);
   (void)upt_park(me, &w, CLOCK_REALTIME, NULL, 0);
@@ -636,7 +680,7 @@ static int sem_take(struct upt_sem *s) {
 /* mode 0 waits, 2 has a deadline.  A cancellation point when it blocks. */
 static int sem_block(struct upt_thread *me, struct upt_sem *s, int mode, int clock,
                      const struct timespec *abs) {
-  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0 };
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok };
   int st, e;
   if (sem_take(s)) return 0;
   if (mode == 2 && (e = upt_check_deadline(clock, abs)) != 0) return upt_errno(e);

@@ -38,7 +38,6 @@
 #define UPT_ENTER(me)                                                                            \
   struct upt_thread *me = upt_from_ursa(__builtin_return_address(0)) ? NULL : upt_self()
 
-static ursa_key_t self_key;
 static struct upt_thread main_record;
 static size_t glibc_default_stacksize;   /* what glibc's attribute reports when none was set */
 
@@ -109,28 +108,33 @@ static int is_record(pthread_t th) {
  * first call of the layer, kept for the life of the process. */
 static struct upt_thread *adopt(void) {
   struct upt_thread *t = record_new();
-  if (t == NULL || ursa_setspecific(self_key, t) != 0) {
+  if (t == NULL) {
     fprintf(stderr, "ursa-pthread: out of memory for a thread's record; aborting\n");
     abort();
   }
+  t->tok = ursa__self_thread();
+  ursa__layer_set(t);
   t->adopted = 1;
   t->detached = 1;
   (void)ursa_thread_getname(ursa_self(), t->name, sizeof t->name);
   return t;
 }
 
-struct upt_thread *upt_self(void) {
-  struct upt_thread *t;
+/* upt_self found no record in the slot: before the constructor's end, outside an ursa thread,
+ * or an ursa thread's first call of the layer. */
+struct upt_thread *upt_self_slow(void) {
   if (!__atomic_load_n(&upt_booted, __ATOMIC_ACQUIRE)) return NULL;
-  t = ursa_getspecific(self_key);
-  if (__builtin_expect(t != NULL, 1)) return t;
   if (ursa_self() == URSA_THREAD_NULL) return NULL;
   return adopt();
 }
 
+/* The reports' name of every solo park (the object is the waiter; the wait's function is in the
+ * thread's backtrace). */
+static const struct ursa__waitkind upt_kind = { "a POSIX-threads wait (libursa-pthread)", NULL, 0 };
+
 void upt_boot_threads(void) {
   pthread_attr_t a;
-  if (ursa_key_create(&self_key, NULL) != 0 || ursa_sem_init(&main_record.park, 0) != 0) {
+  if (ursa_sem_init(&main_record.park, 0) != 0) {
     fprintf(stderr, "ursa-pthread: cannot set up main's record; aborting\n");
     abort();
   }
@@ -139,7 +143,10 @@ void upt_boot_threads(void) {
   main_record.cancel_state = PTHREAD_CANCEL_ENABLE;
   main_record.policy = SCHED_OTHER;
   strcpy(main_record.name, "main");
-  if (ursa_setspecific(self_key, &main_record) != 0) abort();
+  main_record.tok = ursa__self_thread();
+  ursa__layer_set(&main_record);
+  ursa__waitkind_register(URSA__W_UPT, &upt_kind);
+  upt_sync_boot();
   REAL(pthread_attr_init)(&a);
   REAL(pthread_attr_getstacksize)(&a, &glibc_default_stacksize);
   REAL(pthread_attr_destroy)(&a);
@@ -149,14 +156,55 @@ void upt_boot_threads(void) {
 
 static int cas_state(struct upt_waiter *w, int to) {
   int from = UPT_W_WAITING;
+  if (upt_solo) {
+    if (w->state != UPT_W_WAITING) return 0;
+    w->state = to;
+    return 1;
+  }
   return __atomic_compare_exchange_n(&w->state, &from, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+/* Solo: whether the waker or canceller may end w's park (w still waits, and its deadline has not
+ * made its thread ready already: then the thread decides TIMEDOUT itself when it runs). */
+static int solo_claim(struct upt_waiter *w) {
+  /* untimed: WAITING means blocked (nothing runs between a push and its park) */
+  return w->state == UPT_W_WAITING && (!w->timed || ursa__park_claim_thread(w->tok, true));
+}
+
 int upt_wake(struct upt_waiter *w) {
-  struct upt_thread *t = w->t;
+  if (upt_solo) {
+    if (!solo_claim(w)) return 0;
+    w->state = UPT_W_WOKEN;
+    ursa__unpark_thread(w->tok, 0);
+    return 1;
+  }
   if (!cas_state(w, UPT_W_WOKEN)) return 0;
-  (void)ursa_sem_post(&t->park);
+  (void)ursa_sem_post(&w->t->park);
   return 1;
+}
+
+uint64_t upt_deadline_ns(int clock, const struct timespec *abs) {
+  struct timespec now;
+  int64_t a, n;
+  if (abs->tv_sec < 0) return 1;
+  if (abs->tv_sec > INT64_MAX / 1000000000 - 2) return UINT64_MAX;
+  a = (int64_t)abs->tv_sec * 1000000000 + abs->tv_nsec;
+  if (clock != CLOCK_MONOTONIC) {               /* CLOCK_REALTIME: the distance from now */
+    clock_gettime(clock, &now);
+    a -= (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    n = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    a = a <= 0 ? 0 : (a > INT64_MAX - n ? INT64_MAX : a + n);
+  }
+  return a <= 0 ? 1 : (uint64_t)a;
+}
+
+/* Solo park: the thread blocks in ursa itself; a waker or canceller decided the state before its
+ * unpark, a deadline is decided here. */
+static int park_solo(struct upt_waiter *w, int clock, const struct timespec *abs) {
+  int rc = ursa__park(URSA__W_UPT, w, NULL, abs ? upt_deadline_ns(clock, abs) : 0);
+  if (rc == -ETIMEDOUT && w->state == UPT_W_WAITING) w->state = UPT_W_TIMEDOUT;
+  return w->state;
 }
 
 void upt_q_remove(struct upt_queue *q, struct upt_waiter *w) {
@@ -180,6 +228,11 @@ int upt_park(struct upt_thread *me, struct upt_waiter *w, int clock, const struc
       st = UPT_W_CANCELED;
       goto out;
     }
+  }
+  w->timed = abs != NULL;                       /* (read by solo wakers only) */
+  if (upt_solo) {
+    st = park_solo(w, clock, abs);
+    goto out;
   }
   for (;;) {
     rc = abs ? ursa_sem_timedwait(&me->park, clock, abs) : ursa_sem_wait(&me->park);
@@ -269,7 +322,14 @@ UPT_EXPORT int pthread_cancel(pthread_t th) {
   if ((t = upt_record(th)) == NULL) return ESRCH;
   __atomic_store_n(&t->cancel_pending, 1, __ATOMIC_SEQ_CST);
   upt_spin_lock(&t->lock);
-  if (t->cur_wait && cas_state(t->cur_wait, UPT_W_CANCELED)) (void)ursa_sem_post(&t->park);
+  if (upt_solo) {
+    if (t->cur_wait && solo_claim(t->cur_wait)) {
+      t->cur_wait->state = UPT_W_CANCELED;
+      ursa__unpark_thread(t->tok, -ECANCELED);
+    }
+  } else if (t->cur_wait && cas_state(t->cur_wait, UPT_W_CANCELED)) {
+    (void)ursa_sem_post(&t->park);
+  }
   upt_spin_unlock(&t->lock);
   return 0;
 }
@@ -321,10 +381,8 @@ UPT_EXPORT void __pthread_unwind_next(__pthread_unwind_buf_t *buf) {
 
 static void *start(void *arg) {
   struct upt_thread *t = arg;
-  if (ursa_setspecific(self_key, t) != 0) {
-    fprintf(stderr, "ursa-pthread: out of memory starting a thread; aborting\n");
-    abort();
-  }
+  t->tok = ursa__self_thread();
+  ursa__layer_set(t);
   finish(t, t->fn(t->arg));
   return NULL;
 }
@@ -383,7 +441,7 @@ UPT_EXPORT pthread_t pthread_self(void) {
 static int join(struct upt_thread *me, pthread_t th, void **res, int mode, int clock,
                 const struct timespec *abs) {
   struct upt_thread *t = upt_record(th);
-  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0 };
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok };
   int st;
   if (t == NULL) return ESRCH;
   if (t == me) return EDEADLK;
@@ -670,7 +728,7 @@ UPT_EXPORT int sched_yield(void) {
 
 /* Blocks the caller until abs on clock; a cancellation point. */
 static void sleep_until(struct upt_thread *me, int clock, const struct timespec *abs) {
-  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0 };
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok };
   if (upt_park(me, &w, clock, abs, 1) == UPT_W_CANCELED) upt_cancel_now(me);
 }
 

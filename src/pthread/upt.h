@@ -1,8 +1,9 @@
 /*
  * upt.h - private declarations of libursa-pthread, the POSIX-threads layer (issue #17).
  *
- * The layer uses ursa's public API only (include/ursa.h).  See boot.c for the design: which
- * calls run on ursa and which go to glibc, and why.
+ * The layer uses ursa's public API (include/ursa.h) and the waiter interface (src/sched/waiter.h:
+ * park / unpark, the thread's record slot), as every optional layer may (scripts/check-layers.sh).
+ * See boot.c for the design: which calls run on ursa and which go to glibc, and why.
  *
  * Vocabulary
  *   record    struct upt_thread: what a pthread_t points to for a thread on ursa.  Records are
@@ -15,12 +16,19 @@
  *   spin      a word lock inside each object.  It is held for a few instructions, never across a
  *             switch (ursa_sem_post only makes a thread ready; cp-ts never preempts code of a
  *             shared library), so it is contended only between VPs running in parallel.
+ *   solo      the runtime has one VP (upt_solo, fixed at boot).  Then the layer's code never runs
+ *             in parallel with itself and is never preempted (above), so spin locks are skipped,
+ *             compare-and-swaps are plain loads and stores, and a wait parks the thread with
+ *             ursa__park instead of its record's semaphore: the POSIX thread-ring then costs
+ *             about what ursa's own semaphore ring does (issue #17's target).  With several VPs
+ *             every one of these is the atomic operation it names.
  */
 #ifndef URSA_PTHREAD_UPT_H
 #define URSA_PTHREAD_UPT_H
 
 #define _GNU_SOURCE
 #include "ursa.h"
+#include "../sched/waiter.h"        /* the waiter interface: all this layer uses of ursa's inside */
 
 #include <limits.h>
 #include <pthread.h>
@@ -73,8 +81,15 @@ void *upt_real(int index, const char *name);
 #define REAL(name) ((__typeof__(&name))upt_real(UPT_R_##name, #name))
 
 /* Nonzero when the return address ra lies in libursa's code: ursa's own calls of POSIX functions
- * (its VPs' kernel threads, its idle sleep, its spin back-off) must reach glibc. */
-int upt_from_ursa(const void *ra);
+ * (its VPs' kernel threads, its idle sleep, its spin back-off) must reach glibc.  The bounds are
+ * written once by the constructor, before any other thread exists. */
+extern uintptr_t upt_ursa_lo, upt_ursa_hi;
+static inline int upt_from_ursa(const void *ra) {
+  return (uintptr_t)ra - upt_ursa_lo < upt_ursa_hi - upt_ursa_lo;
+}
+
+/* One VP (see "solo" above); written once by the constructor. */
+extern int upt_solo;
 
 /* ---- records, waiters, spin locks ---------------------------------------------------------- */
 
@@ -86,6 +101,9 @@ struct upt_waiter {
   struct upt_thread *t;          /* the waiting thread                                      */
   int state;                     /* UPT_W_*; atomic: the first CAS from WAITING decides      */
   int kind;                      /* rwlocks: UPT_RW_READ or UPT_RW_WRITE                     */
+  int timed;                     /* the park has a deadline (set by upt_park)                */
+  struct ursa__thread *tok;      /* the waiting ursa thread (t->tok; t is NULL for a thread
+                                    that waits in the mutex fast path without a record)      */
 };
 
 struct upt_queue { struct upt_waiter *head, *tail; };
@@ -100,7 +118,9 @@ struct upt_kv { void *value; uint32_t seq; };
 struct upt_thread {
   uint32_t magic;                /* UPT_MAGIC while in use                                   */
   uint32_t lock;                 /* spin: state, joiner, cur_wait, detached                  */
-  ursa_sem_t park;               /* every wait of this thread blocks here                    */
+  ursa_sem_t park;               /* every wait of this thread blocks here (several VPs)      */
+  struct ursa__thread *tok;      /* the ursa thread it runs on (ursa__self_thread): a token
+                                    for park / unpark and a mutex's owner, never dereferenced */
   int finished;                  /* the thread has run its destructors (under lock)          */
   int detached;
   struct upt_waiter *joiner;     /* the thread blocked in pthread_join on this one           */
@@ -123,8 +143,13 @@ struct upt_thread {
 };
 
 /* The calling thread's record, or NULL when the caller is not an ursa thread (a kernel thread
- * ursa did not make, a VP outside its threads, the child of a fork without the runtime). */
-struct upt_thread *upt_self(void);
+ * ursa did not make, a VP outside its threads, the child of a fork without the runtime).  The
+ * record sits in the ursa thread's layer slot from its first call of the layer on. */
+struct upt_thread *upt_self_slow(void);
+static inline struct upt_thread *upt_self(void) {
+  struct upt_thread *t = (struct upt_thread *)ursa__layer_self();
+  return __builtin_expect(t != NULL, 1) ? t : upt_self_slow();
+}
 /* The record t names, or NULL when t is not a live record of this layer. */
 struct upt_thread *upt_record(pthread_t t);
 
@@ -136,16 +161,13 @@ static inline void upt_cpu_relax(void) {
 #endif
 }
 
+/* The objects' spin locks: ursa's own (ursa__obj_lock), which park releases; none when solo. */
 static inline void upt_spin_lock(uint32_t *l) {
-  unsigned n = 0;
-  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) != 0) {   /* acquire: pairs with unlock */
-    while (__atomic_load_n(l, __ATOMIC_RELAXED) != 0) {
-      if (++n < 256) upt_cpu_relax();
-      else REAL(sched_yield)();            /* the holder's VP may have been preempted */
-    }
-  }
+  if (!upt_solo) ursa__obj_lock(l);
 }
-static inline void upt_spin_unlock(uint32_t *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+static inline void upt_spin_unlock(uint32_t *l) {
+  if (!upt_solo) ursa__obj_unlock(l);
+}
 
 static inline void upt_q_push(struct upt_queue *q, struct upt_waiter *w) {
   w->next = NULL;
@@ -173,6 +195,13 @@ int upt_park(struct upt_thread *me, struct upt_waiter *w, int clock, const struc
 void upt_cancel_now(struct upt_thread *me) __attribute__((noreturn));
 /* A cancellation point: acts on a pending request when cancellation is enabled. */
 void upt_testcancel(struct upt_thread *me);
+
+/* The deadline abs on clock (checked by upt_check_deadline) as ursa__park takes it: CLOCK_MONOTONIC
+ * nanoseconds, never 0 (which means none); one already passed is 1. */
+uint64_t upt_deadline_ns(int clock, const struct timespec *abs);
+
+/* Registers the reports' names of the objects' waits (sync.c); from upt_boot_threads. */
+void upt_sync_boot(void);
 
 /* 0, or EINVAL for a clock ursa cannot wait on or a tv_nsec outside [0, 1e9). */
 int upt_check_deadline(int clock, const struct timespec *abs);

@@ -295,8 +295,7 @@ int ursa__park(int kind, void *obj, ursa__spin_t *lock, uint64_t deadline) {
   return ursa__block(vp, kind, obj, lock, deadline);
 }
 
-bool ursa__park_claim(ursa_thread_t h, bool timed) {
-  struct ursa__thread *t = ursa__thread_get(h);
+bool ursa__park_claim_thread(struct ursa__thread *t, bool timed) {
   URSA_ASSERT(t != NULL);
   if (ursa__tls_vp->mode != URSA__SMPMODE) return ursa__get_state(t) == URSA__BLOCKED;   /* else its timer woke it */
   /* Several VPs, a timed park: the waker and the timer race for the claim (src/sched/vp.c).  Not
@@ -304,10 +303,39 @@ bool ursa__park_claim(ursa_thread_t h, bool timed) {
   return !timed || ursa__claim_for_waker(t);
 }
 
-void ursa__unpark(ursa_thread_t h, int res) {
-  struct ursa__thread *t = ursa__thread_get(h);
+bool ursa__park_claim(ursa_thread_t h, bool timed) {
+  return ursa__park_claim_thread(ursa__thread_get(h), timed);
+}
+
+void ursa__unpark_thread(struct ursa__thread *t, int res) {
   URSA_ASSERT(t != NULL && ursa__get_state(t) == URSA__BLOCKED);
   ursa__wake_thread(t, res);
+}
+
+void ursa__unpark(ursa_thread_t h, int res) {
+  ursa__unpark_thread(ursa__thread_get(h), res);
+}
+
+int ursa__park_queued(int kind, void *obj, struct ursa__waitq *q, ursa__spin_t *lock, uint64_t deadline) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  ursa__q_push_wait(q, &vp->cur->w, deadline);
+  if (ursa_likely(vp->mode == URSA__FAST)) return ursa__block_m(URSA__FAST, vp, kind, obj, lock, deadline);
+  return ursa__block(vp, kind, obj, lock, deadline);
+}
+
+bool ursa__unpark_first(struct ursa__waitq *q, int res) {
+  const int mode = ursa__tls_vp->mode;
+  if (ursa_likely(mode == URSA__FAST)) return ursa__q_wake_first_m(URSA__FAST, q, res);
+  if (mode == URSA__SMPMODE) return ursa__q_wake_first_m(URSA__SMPMODE, q, res);
+  return ursa__q_wake_first_m(URSA__CHECKED, q, res);
+}
+
+void ursa__obj_lock(ursa__spin_t *l) { ursa__spin_lock(l); }
+void ursa__obj_unlock(ursa__spin_t *l) { ursa__spin_unlock(l); }
+
+struct ursa__thread *ursa__self_thread(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  return vp ? vp->cur : NULL;
 }
 
 void ursa__wake_all(const struct ursa__vp *vp, struct ursa__waitq *q, int res) {

@@ -361,6 +361,7 @@ static URSA__ALWAYS_INLINE int create_(struct ursa__vp *vp, ursa_thread_t *out, 
   ursa__set_state(t, URSA__READY);
   t->fn = fn;
   t->arg = arg;
+  t->layer = NULL;
   t->joiner = NULL;
   t->id = smp ? ursa__smp_next_id(vp) : ursa__g.next_id++;
   t->rdheld[0].lock = NULL;                          /* rdheld is packed: first NULL ends it */
@@ -562,6 +563,17 @@ int ursa_vp_unpin(void) {
 ursa_thread_t ursa_self(void) {
   struct ursa__vp *vp = ursa__tls_vp;
   return vp ? vp->cur->handle : URSA_THREAD_NULL;
+}
+
+void *ursa__layer_self(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  return vp ? vp->cur->layer : NULL;
+}
+
+void ursa__layer_set(void *record) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  URSA_ASSERT(vp != NULL);
+  vp->cur->layer = record;
 }
 
 uint64_t ursa_thread_id(ursa_thread_t h) {

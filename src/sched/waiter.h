@@ -40,6 +40,41 @@ URSA__WAITER_API bool ursa__joined_by(ursa_thread_t h, bool (*match)(struct ursa
 URSA__WAITER_API int  ursa__park(int kind, void *obj, ursa__spin_t *lock, uint64_t deadline);
 URSA__WAITER_API bool ursa__park_claim(ursa_thread_t t, bool timed);
 URSA__WAITER_API void ursa__unpark(ursa_thread_t t, int res);
+/* The same by descriptor instead of handle, for the hottest hand-offs (the POSIX layer's mutex):
+ * ursa__self_thread is the running ursa thread's descriptor (NULL outside an ursa thread), an
+ * opaque token to the layer, which keeps it only while the thread is parked or holds one of its
+ * objects (then the descriptor cannot be released), and never dereferences it.  They save the
+ * handle's check and the cache line that holds the handle. */
+URSA__WAITER_API struct ursa__thread *ursa__self_thread(void);
+URSA__WAITER_API bool ursa__park_claim_thread(struct ursa__thread *t, bool timed);
+URSA__WAITER_API void ursa__unpark_thread(struct ursa__thread *t, int res);
+
+/* ---- a thread waits in a queue inside an object of the layer above ----------------------------------
+ * For objects that hand themselves to the first waiter (the POSIX layer's mutexes): q is a struct
+ * ursa__waitq inside the object (all-zero: empty), lock the object's lock word, held by the
+ * caller when the runtime has several VPs (ursa__park's rule).  ursa__park_queued appends the
+ * calling thread to q and blocks it until ursa__unpark_first hands it res, or until the deadline
+ * (CLOCK_MONOTONIC ns, 0 for none): then its timer has removed it from q and it returns
+ * -ETIMEDOUT.  ursa__unpark_first, with lock held: wakes the first thread of q with res (false
+ * when q holds none that can still be woken).  These are the queue and the wake-up of ursa's
+ * own semaphore: the thread's own waiter is queued, and no handle or record is looked up. */
+URSA__WAITER_API int  ursa__park_queued(int kind, void *obj, struct ursa__waitq *q, ursa__spin_t *lock,
+                                        uint64_t deadline);
+URSA__WAITER_API bool ursa__unpark_first(struct ursa__waitq *q, int res);
+
+/* The lock of an object of the layer above that ursa__park or ursa__park_queued releases: ursa's
+ * spin lock, out of line for a layer that is a library of its own (in the debug build the word
+ * names its holder, which park checks). */
+URSA__WAITER_API void ursa__obj_lock(ursa__spin_t *l);
+URSA__WAITER_API void ursa__obj_unlock(ursa__spin_t *l);
+
+/* ---- the calling thread's record in the layer above ---------------------------------------------
+ * One pointer per ursa thread, NULL when the thread is created, for the one layer that keeps a
+ * record of its own per thread (the POSIX-threads layer: its struct upt_thread), which it finds on
+ * every call: a load where ursa_getspecific checks a key and its generation.  ursa__layer_self
+ * returns NULL outside an ursa thread; ursa__layer_set is called by the thread itself. */
+URSA__WAITER_API void *ursa__layer_self(void);
+URSA__WAITER_API void  ursa__layer_set(void *record);
 
 /* ---- the reports ---------------------------------------------------------------------------------- */
 /* A waitable kind, as the reports print it: "what" names the wait ("ursa_mutex_lock on mutex");

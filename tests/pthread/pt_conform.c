@@ -231,6 +231,89 @@ static void case_mutex_kinds(void) {
   CHECK_EQ(pthread_mutex_destroy(&m), 0);
 }
 
+/* A hand-over goes to a waiter that still waits: one whose deadline passed meanwhile has left the
+ * queue (else the unlock would hand the mutex to it and the others would hang); the thread that
+ * gets an error-checking mutex by hand-over is its owner (it may unlock it, and a relock is
+ * EDEADLK); mutual exclusion holds throughout. */
+static pthread_mutex_t ho_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t ho_e = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+static sem_t ho_gone;
+static int ho_in, ho_done;
+
+static void *ho_locker(void *a) {
+  CHECK_EQ(pthread_mutex_lock(a), 0);
+  CHECK_EQ(ho_in, 0);
+  ho_in = 1;
+  sched_yield();
+  ho_in = 0;
+  ho_done++;
+  CHECK_EQ(pthread_mutex_unlock(a), 0);
+  return NULL;
+}
+static void *ho_timed(void *a) {
+  struct timespec d = in_ms(CLOCK_MONOTONIC, 30);
+  CHECK_EQ(pthread_mutex_clocklock(a, CLOCK_MONOTONIC, &d), ETIMEDOUT);   /* main holds it */
+  CHECK_EQ(sem_post(&ho_gone), 0);
+  return NULL;
+}
+static void *ho_owner(void *a) {
+  CHECK_EQ(pthread_mutex_lock(a), 0);          /* handed over by main's unlock */
+  CHECK_EQ(pthread_mutex_lock(a), EDEADLK);
+  CHECK_EQ(pthread_mutex_trylock(a), EBUSY);
+  CHECK_EQ(pthread_mutex_unlock(a), 0);
+  CHECK_EQ(pthread_mutex_unlock(a), EPERM);
+  return NULL;
+}
+
+static void case_mutex_handoff(void) {
+  pthread_t t[5];
+  CHECK_EQ(sem_init(&ho_gone, 0, 0), 0);
+  CHECK_EQ(pthread_mutex_lock(&ho_m), 0);
+  t[0] = spawn(ho_locker, &ho_m);
+  t[1] = spawn(ho_timed, &ho_m);
+  t[2] = spawn(ho_locker, &ho_m);
+  t[3] = spawn(ho_timed, &ho_m);
+  t[4] = spawn(ho_locker, &ho_m);
+  CHECK_EQ(sem_wait(&ho_gone), 0);             /* both timed lockers gave up while main held it */
+  CHECK_EQ(sem_wait(&ho_gone), 0);
+  CHECK_EQ(ho_done, 0);
+  CHECK_EQ(pthread_mutex_unlock(&ho_m), 0);
+  for (int i = 0; i < 5; i++) join(t[i]);
+  CHECK_EQ(ho_done, 3);
+  CHECK_EQ(pthread_mutex_trylock(&ho_m), 0);
+  CHECK_EQ(pthread_mutex_unlock(&ho_m), 0);
+  CHECK_EQ(pthread_mutex_destroy(&ho_m), 0);
+  /* error-checking, by hand-over */
+  CHECK_EQ(pthread_mutex_lock(&ho_e), 0);
+  t[0] = spawn(ho_owner, &ho_e);
+  for (int i = 0; i < 100; i++) sched_yield();  /* (it may or may not be waiting yet: both work) */
+  CHECK_EQ(pthread_mutex_unlock(&ho_e), 0);
+  join(t[0]);
+  CHECK_EQ(pthread_mutex_unlock(&ho_e), EPERM);
+  CHECK_EQ(pthread_mutex_trylock(&ho_e), 0);
+  CHECK_EQ(pthread_mutex_unlock(&ho_e), 0);
+}
+
+/* Two threads that take two mutexes in opposite orders: ursa's deadlock report names the
+ * waits (tests/CMakeLists.txt checks its words) instead of a silent hang. */
+static pthread_mutex_t dl_a = PTHREAD_MUTEX_INITIALIZER, dl_b = PTHREAD_MUTEX_INITIALIZER;
+static sem_t dl_both;
+static void *dl_second(void *a) {
+  (void)a;
+  CHECK_EQ(pthread_mutex_lock(&dl_b), 0);
+  CHECK_EQ(sem_post(&dl_both), 0);
+  pthread_mutex_lock(&dl_a);
+  return NULL;
+}
+static void case_mutex_deadlock(void) {
+  CHECK_EQ(sem_init(&dl_both, 0, 0), 0);
+  CHECK_EQ(pthread_mutex_lock(&dl_a), 0);
+  spawn(dl_second, NULL);
+  CHECK_EQ(sem_wait(&dl_both), 0);
+  pthread_mutex_lock(&dl_b);
+  CHECK(0);                                    /* never reached: ursa reports and aborts */
+}
+
 /* ---- condition variables -------------------------------------------------------------------- */
 
 static pthread_cond_t c_static = PTHREAD_COND_INITIALIZER;
@@ -604,7 +687,8 @@ static void case_return_from_main(void) {
 
 static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "threads", case_threads }, { "once", case_once }, { "keys", case_keys },
-  { "mutex_static", case_mutex_static }, { "mutex_kinds", case_mutex_kinds }, { "cond", case_cond },
+  { "mutex_static", case_mutex_static }, { "mutex_kinds", case_mutex_kinds },
+  { "mutex_handoff", case_mutex_handoff }, { "mutex_deadlock", case_mutex_deadlock }, { "cond", case_cond },
   { "rwlock", case_rwlock }, { "barrier_spin", case_barrier_spin }, { "sem", case_sem },
   { "sleep", case_sleep }, { "cancel", case_cancel }, { "ring", case_ring },
   { "return_from_main", case_return_from_main },
