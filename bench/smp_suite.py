@@ -1,7 +1,8 @@
 """smp_suite.py - the "SMP (issue #3)" section of bench/run.py: ursa at N virtual processors.
 
 Imported by run.py (Python 3 standard library only); not a program of its own.  It plans the
-runs of the SMP programs (smp_distribution, radix_sort, smp_ring, smp_groups), runs them through
+runs of the SMP programs (smp_distribution, radix_sort, smp_ring, smp_groups, and the unmodified
+POSIX program pthread_radix natively and under ursa-run, issue #17), runs them through
 run.py's runner and progress line, checks every run, and builds the section's tables: medians
 with min-max, the acceptance checks of issue #3 (a report: a "missed" goal never fails the run), and the
 per-VP idle table of the radix sort (Lesser Bear's Table 3).
