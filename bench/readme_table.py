@@ -121,14 +121,19 @@ def load_run(path):
 
 
 def trimmed(doc):
-    """The parts of a run's JSON these tables and their header read (samples kept, the embedded
-    Markdown and the per-VP statistics dropped): what bench/readme-run/ holds."""
+    """The parts of a run's JSON these tables and their header read (each figure's samples kept;
+    the embedded Markdown, per-run fields, per-VP statistics and run times dropped): what
+    bench/readme-run/ holds."""
     keep = ("schema", "timestamp_utc", "command", "mode", "runs", "warmup_runs", "wall_seconds",
             "machine", "loadavg_start", "loadavg_end", "cpu_busy_start", "cpu_busy_end", "compilers",
             "git", "benchmarks", "targets", "pthread_layer", "failures", "readme")
+    entry = ("bench", "impl", "unit", "what", "n", "status", "reason", "answer", "expected_answer",
+             "samples", "median", "min", "max")
     out = {k: doc[k] for k in keep if k in doc}
+    out["benchmarks"] = [{k: e[k] for k in entry if k in e} for e in doc["benchmarks"]]
     if doc.get("smp"):
-        out["smp"] = {k: v for k, v in doc["smp"].items() if k != "vpstats"}
+        out["smp"] = {k: v for k, v in doc["smp"].items() if k not in ("vpstats", "benchmarks")}
+        out["smp"]["benchmarks"] = [{k: e[k] for k in entry if k in e} for e in doc["smp"].get("benchmarks") or []]
     return out
 
 
