@@ -36,7 +36,6 @@ import glob
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 
