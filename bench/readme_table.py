@@ -8,6 +8,9 @@ run of `make bench` (issue #23 item 6: no figure or label of those tables is wri
         are removed) and rewrites every generated section of README.md from it.  --note is a few
         words on the machine's load, shown above the tables with the run's own CPU-busy and load
         figures.  (`make readme-figures RUN=... [NOTE=...]` runs this.)
+    python3 bench/readme_table.py --render [--readme README.md]
+        Rewrites the sections from the runs their markers already name (after a change to this
+        script's format; no new run).
     python3 bench/readme_table.py --check [--readme README.md]
         Regenerates each section from the file its begin marker names and exits 1 when README
         differs, or when a label in a generated table disagrees with the figure beside it (each
@@ -450,6 +453,7 @@ def main():
     ap = argparse.ArgumentParser(description="README's benchmark tables from a named make bench run.")
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--run", help="the run's name: results/micro-RUN.json")
+    what.add_argument("--render", action="store_true", help="rewrite the sections from the runs they name")
     what.add_argument("--check", action="store_true", help="README against the runs it names; labels against figures")
     what.add_argument("--self-test", action="store_true", help="--check must catch planted disagreements")
     ap.add_argument("--results", default=os.path.join(REPO, "results"))
@@ -473,7 +477,7 @@ def main():
             for f in failures:
                 print(f"readme_table self-test: FAILED: {f}", file=sys.stderr)
             return 1 if failures else 0
-        rel = adopt(args.run, args.results, args.note, args.via)
+        rel = adopt(args.run, args.results, args.note, args.via) if args.run else None
         with open(args.readme) as f:
             text = f.read()
         fresh = render(text, rel)
@@ -484,7 +488,7 @@ def main():
             for p in problems:
                 print(f"readme_table: {p}", file=sys.stderr)
             return 1
-        print(f"readme_table: README's sections rewritten from {rel}")
+        print(f"readme_table: README's sections rewritten from {rel or 'the runs they name'}")
         return 0
     except Bad as exc:
         print(f"readme_table: {exc}", file=sys.stderr)
