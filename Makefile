@@ -2,12 +2,12 @@
 #   make test          build and run every test in 14 configurations (scripts/run-tests.sh)
 #   make bench         the benchmark report (results/REPORT.md, results/plots/, the terminal); FULL=1
 #                      for the papers' sizes
-# Also: make test-quick (plain build only), make fuzz (the API fuzzer: URSA_FUZZ_OPS operations,
+# Also: make readme-figures RUN=<run> (README's benchmark tables from that make bench run), make test-quick (plain build only), make fuzz (the API fuzzer: URSA_FUZZ_OPS operations,
 # default 1,000,000, in the ASan+UBSan build; URSA_FUZZ_SEED replays a seed), make install
 # PREFIX=..., make clean.
 PREFIX ?= /usr/local
 
-.PHONY: test test-quick fuzz bench install clean
+.PHONY: test test-quick fuzz bench readme-figures install clean
 
 test:
 	@bash scripts/setup.sh test
@@ -26,6 +26,15 @@ fuzz:
 # make bench: scripts/bench.sh (five phases with progress; results/REPORT.md and results/plots/).
 bench:
 	@FULL=$(FULL) bash scripts/bench.sh
+
+# make readme-figures RUN=<run> [NOTE="the machine's load, in a few words"]: README's benchmark
+# tables and their met/missed labels from results/micro-<RUN>.json (a make bench run; its name is
+# the UTC stamp in the file names), through bench/readme_table.py, which also keeps a trimmed copy
+# of that report in bench/readme-run/ for the test readme_bench_tables.
+readme-figures:
+	@if [ -z "$(RUN)" ]; then echo "usage: make readme-figures RUN=<run> [NOTE=...]; runs in results/:" >&2; \
+	  ls results/ 2>/dev/null | sed -n 's/^micro-\(.*\)\.json$$/  \1/p' >&2; exit 2; fi
+	@python3 bench/readme_table.py --run "$(RUN)" $(if $(NOTE),--note "$(NOTE)")
 
 install:
 	@cmake -S . -B build-install -G Ninja -DCMAKE_BUILD_TYPE=Release -DURSA_BUILD_TESTS=OFF -DURSA_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null

@@ -1066,7 +1066,7 @@ def build_report(a, micro, models, apps, errors, plots, plots_why, t0, sm):
         for c in models["checks"]:
             L.append(f"- {model_check_status(c)}: {c['check']}: {c['value']} (target {c['target']})")
     if micro.doc.get("targets"):
-        L.append("\nThe core's targets (issue #2):\n")
+        L.append("\nThe micro-benchmarks' targets (issues #2, #6, #17):\n")
         for t in micro.doc["targets"]:
             v = "-" if t["value"] is None else fnum(t["value"])
             L.append(f"- {status_word(t['status'])}: {t['name']} = {v} (goal {t['op']} {t['target']})"

@@ -184,6 +184,13 @@ SUITE = [
           "the blog's ring: 503 POSIX threads, a default mutex each", ring=True, answer=310),
     Bench("ring-mutex", "ursa-run", "pthread_ring_mutex_ursa_run", "ns/pass", 10_000_000, 1_000_000,
           0.4, "the same binary under ursa-run -n 1 (libursa-pthread.so)", ring=True, answer=361),
+    Bench("ring-sem", "ursa-run", "pthread_ring_sem_ursa_run", "ns/pass", 10_000_000, 1_000_000, 0.5,
+          "the POSIX sem_t ring (pthread_ring_sem) under ursa-run -n 1 (libursa-pthread.so)", ring=True,
+          answer=361),
+    Bench("cond-pingpong", "pthread", "pthread_cond_pingpong", "ns/pass", 50_000, 10_000, 1.7,
+          "2 POSIX threads, a mutex and a condition variable each way"),
+    Bench("cond-pingpong", "ursa-run", "pthread_cond_pingpong_ursa_run", "ns/pass", 5_000_000, 500_000, 0.6,
+          "the same binary under ursa-run -n 1 (libursa-pthread.so)"),
     Bench("ring-direct", "ursa", "ursa_ring_yield_to", "ns/pass", 10_000_000, 1_000_000, 0.2,
           "503 threads, ursa_yield_to(next)", ring=True, answer=361),
     Bench("ring-direct", "boost-fiber", "boost_fiber_ring", "ns/pass", 10_000_000, 1_000_000, 0.12,
@@ -267,6 +274,10 @@ TARGETS = [
      ("ring-mutex", "pthread"), ("ring-mutex", "ursa-run"), ">=", 300),
     ("POSIX mutex ring under ursa-run / ursa's own sem ring",
      ("ring-mutex", "ursa-run"), ("ring-sem", "ursa"), "<=", 1.5),
+    ("POSIX semaphore ring: native / the same binary under ursa-run (1 VP)",
+     ("ring-sem", "pthread"), ("ring-sem", "ursa-run"), ">=", 300),
+    ("POSIX semaphore ring under ursa-run / ursa's own sem ring",
+     ("ring-sem", "ursa-run"), ("ring-sem", "ursa"), "<=", 1.5),
     ("ursa named-yield ring / Boost.Context fiber ring",
      ("ring-direct", "ursa"), ("ring-direct", "boost-fiber"), "<=", 1.3),
     ("ursa create+join, ns",
@@ -319,6 +330,28 @@ if NCPU > 1:
     COMPARISONS.append(
         (f"radix sort 2^{RADIX_R}, {NCPU} CPUs", (f"radix-2^{RADIX_R}", f"ursa-{NCPU}vp"),
          [(f"radix-2^{RADIX_R}", "pthread"), (f"radix-2^{RADIX_R}", f"go{NCPU}")]))
+
+# The POSIX-threads layer (issue #17): each unmodified POSIX program natively, under ursa-run, and
+# ursa's own program for the same work, with the issue's targets (TARGETS above; the radix sort's is
+# an SMP check).  (row, unit, native, under ursa-run, ursa's own or None, what ursa's own is,
+# goals): operands are (bench, impl, from the SMP section?); goals name TARGETS labels, or SMP
+# checks by the start of their name.
+PTHREAD_LAYER = [
+    ("thread-ring 503, a default mutex per thread (the blog's [4])", "ns/pass",
+     ("ring-mutex", "pthread", False), ("ring-mutex", "ursa-run", False), ("ring-sem", "ursa", False),
+     "semaphore ring", ["POSIX mutex ring: native / the same binary under ursa-run (1 VP)",
+                        "POSIX mutex ring under ursa-run / ursa's own sem ring"]),
+    ("thread-ring 503, a sem_t per thread", "ns/pass",
+     ("ring-sem", "pthread", False), ("ring-sem", "ursa-run", False), ("ring-sem", "ursa", False),
+     "semaphore ring", ["POSIX semaphore ring: native / the same binary under ursa-run (1 VP)",
+                        "POSIX semaphore ring under ursa-run / ursa's own sem ring"]),
+    ("mutex + condition-variable ping-pong, 2 threads", "ns/pass",
+     ("cond-pingpong", "pthread", False), ("cond-pingpong", "ursa-run", False), None, None, []),
+    (f"radix sort 2^{RADIX_R}, 2^22 keys, 2^8 threads created + joined per phase, {NCPU} VPs", "ms",
+     (f"radix-2^{RADIX_R}", "posix-native", True), (f"radix-2^{RADIX_R}", f"ursa-run-{NCPU}vp", True),
+     (f"radix-2^{RADIX_R}", f"ursa-{NCPU}vp", True), f"radix_sort at {NCPU} VPs",
+     ["radix sort: unmodified POSIX program under ursa-run"]),
+]
 
 RESULT_RE = re.compile(r"^RESULT((?: [a-z_]+=\S+)+)\s*$")
 
@@ -585,6 +618,80 @@ def evaluate_targets(entries):
     return out
 
 
+def evaluate_pthread_layer(entries, smp_entries, targets, smp_checks):
+    """The rows of PTHREAD_LAYER: each operand's median, min and max (or its status), the speed-up
+    native / ursa-run, the ratio ursa-run / ursa's own, and the goals with their results (copied
+    from the evaluated targets and SMP checks, so that each verdict is computed once)."""
+    micro = {(e["bench"], e["impl"]): e for e in entries}
+    smp = {(e["bench"], e["impl"]): e for e in smp_entries}
+
+    def operand(key):
+        if key is None:
+            return None
+        bench, impl, in_smp = key
+        e = (smp if in_smp else micro).get((bench, impl))
+        if e is None:
+            return {"bench": bench, "impl": impl, "median": None, "status": "not run"}
+        return {"bench": bench, "impl": impl, "median": e["median"], "min": e["min"], "max": e["max"],
+                "status": e["status"] + (f": {e['reason']}" if e.get("reason") else "")}
+
+    def ratio(a, b):
+        return a["median"] / b["median"] if a and b and a["median"] and b["median"] else None
+
+    out = []
+    for name, unit, native, under, own, own_what, goals in PTHREAD_LAYER:
+        row = {"name": name, "unit": unit, "native": operand(native), "ursa_run": operand(under),
+               "own": operand(own), "own_what": own_what, "goals": []}
+        row["speedup"] = ratio(row["native"], row["ursa_run"])
+        row["vs_own"] = ratio(row["ursa_run"], row["own"])
+        for g in goals:
+            found = [t for t in targets if t["name"] == g] + [c for c in smp_checks if c["name"].startswith(g)]
+            for t in found:
+                row["goals"].append({k: t[k] for k in ("name", "op", "target", "value", "status", "reason")})
+            if not found:
+                row["goals"].append({"name": g, "op": None, "target": None, "value": None,
+                                     "status": "n/a", "reason": "not evaluated in this run"})
+        out.append(row)
+    return out
+
+
+PTHREAD_TITLE = "POSIX-threads programs on ursa (issue #17): the same binary natively and under ursa-run"
+PTHREAD_NOTE = ("Medians (min-max).  Each program is plain POSIX C (bench/peers/pthread_*.c) and runs unmodified: "
+                "natively on kernel threads, then under `ursa-run` (libursa-pthread.so by LD_PRELOAD) at 1 VP, "
+                "the radix sort at N VPs (its figures are the SMP section's runs).  *ursa's own* is the program "
+                "written for ursa's API doing the same work in the same run; a met/missed verdict is the "
+                "acceptance target's or SMP check's above.")
+PTHREAD_HEAD = ["POSIX program (unmodified)", "natively", "under ursa-run", "native / ursa-run",
+                "ursa's own", "ursa-run / ursa's own", "issue #17's targets"]
+
+
+def pthread_layer_rows(layer):
+    def fig(o):
+        if o is None:
+            return "-"
+        if o["median"] is None:
+            return f"- ({o['status']})"
+        return f"{fmt_value(o['median'])} ({fmt_value(o['min'])}-{fmt_value(o['max'])})"
+
+    rows = []
+    for r in layer:
+        goals = []
+        for g in r["goals"]:
+            if g["op"] is None:
+                goals.append(f"{g['name']}: n/a ({g['reason']})")
+                continue
+            what = "native / ursa-run" if "native /" in g["name"] else "ursa-run / ursa's own"
+            if g["name"].startswith("radix sort"):
+                what = "ursa-run / ursa's own, worst radix"
+            goals.append(f"{what} {g['op']} {g['target']}: {g['status']}"
+                         + (f" ({fmt_value(g['value'])})" if g["value"] is not None else f" ({g['reason']})"))
+        own = "-" if r["own"] is None else f"{r['own_what']} {fig(r['own'])}"
+        rows.append([f"{r['name']}, {r['unit']}", fig(r["native"]), fig(r["ursa_run"]),
+                     f"{fmt_value(r['speedup'])}x" if r["speedup"] else "-", own,
+                     fmt_value(r["vs_own"]) if r["vs_own"] else "-", "; ".join(goals) or "(none)"])
+    return rows
+
+
 def evaluate_comparisons(entries, smp_entries=()):
     """ursa against the best peer, per COMPARISONS row: dicts with the ursa entry's figure, the
     best peer's, their ratio (ursa / best: below 1, ursa is better) and the other peers.  The
@@ -801,11 +908,13 @@ def main():
     targets = evaluate_targets(entries) if run_micro else []
     comparisons = evaluate_comparisons(entries, smp_entries) if run_micro else []
     smp_checks = smp_suite.checks(smp_entries, smp_settings) if run_smp else []
+    pthread_layer = evaluate_pthread_layer(entries, smp_entries, targets, smp_checks) if run_micro else []
     load_end, busy_end = os.getloadavg(), cpu_busy()
 
     failures = [e for e in entries + smp_entries if e["status"] == "failed"]
     rows, trows = table_rows(entries), target_rows(targets)
     crows_peer = comparison_rows(comparisons)
+    prows = pthread_layer_rows(pthread_layer)
     print()
     print(f"ursa benchmarks: {mode} sizes, medians of {args.runs} runs (after 1 warm-up), "
           f"wall time {fmt_time(wall)}; CPUs {fmt_busy(busy_start)} busy before, {fmt_busy(busy_end)} after")
@@ -819,6 +928,9 @@ def main():
               "radix sort: ursa's and pthread's figures are the SMP section's)"
               + (" (--quick: indicative only)" if args.quick else ""))
         print(text_table(COMPARE_HEAD, crows_peer))
+        print()
+        print(PTHREAD_TITLE + (" (--quick: indicative only)" if args.quick else ""))
+        print(text_table(PTHREAD_HEAD, prows))
     if run_smp:
         srows = smp_suite.table_rows(smp_entries)
         crows = smp_suite.check_rows(smp_checks)
@@ -861,6 +973,7 @@ def main():
         "benchmarks": entries,
         "targets": targets,
         "comparisons": comparisons,
+        "pthread_layer": pthread_layer,
         "peers": {"boost_version": boost_version(config),
                   "go_version": config.get("go_version") or None,
                   "pth_version": config.get("pth_version") or None,
@@ -895,7 +1008,10 @@ def main():
                "Medians; every figure is lower-is-better; ursa / best < 1: ursa is better.  The radix-sort "
                "rows take ursa's and POSIX threads' figures from the SMP section's runs below (each figure "
                "is measured once); every radix program sorts once untimed before the sort it reports.\n",
-               md_table(COMPARE_HEAD, crows_peer)]
+               md_table(COMPARE_HEAD, crows_peer) + "\n",
+               "## " + PTHREAD_TITLE + (" (--quick: indicative only)" if args.quick else "") + "\n",
+               PTHREAD_NOTE + "\n",
+               md_table(PTHREAD_HEAD, prows)]
     if run_smp:
         md += [f"\n## SMP (issue #3): {n} VPs, {smp_settings['mode']} sizes\n",
                md_table(TABLE_HEAD, srows) + "\n",

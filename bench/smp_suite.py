@@ -1,7 +1,8 @@
 """smp_suite.py - the "SMP (issue #3)" section of bench/run.py: ursa at N virtual processors.
 
 Imported by run.py (Python 3 standard library only); not a program of its own.  It plans the
-runs of the SMP programs (smp_distribution, radix_sort, smp_ring, smp_groups), runs them through
+runs of the SMP programs (smp_distribution, radix_sort, smp_ring, smp_groups, and the unmodified
+POSIX program pthread_radix natively and under ursa-run, issue #17), runs them through
 run.py's runner and progress line, checks every run, and builds the section's tables: medians
 with min-max, the acceptance checks of issue #3 (a report: a "missed" goal never fails the run), and the
 per-VP idle table of the radix sort (Lesser Bear's Table 3).
@@ -99,6 +100,17 @@ def plan(mode, runs):
         expects = [(f"radix-2^{r}", impl, "ms", what) for r in radices]
         est = 0.15 + (radix_passes(RADIX_WARMUP) + sum(radix_passes(r) for r in radices)) * per_pass
         jobs.append(Job("radix_sort", [variant, vn, f"{RADIX_WARMUP},{rlist}"], expects, est, skip_first=True))
+
+    # the same sort as an unmodified POSIX-threads program (peers/pthread_radix.c, issue #17):
+    # natively, and under ursa-run at N VPs (pthread_radix_ursa_run N ...)
+    for program, pre, impl, what, per_pass in (
+            ("pthread_radix", [], "posix-native",
+             "unmodified POSIX program (pthread_radix): 2^8 pthreads created and joined per phase", 0.02),
+            ("pthread_radix_ursa_run", [n], f"ursa-run-{n}vp",
+             f"the same binary under ursa-run -n {n} (libursa-pthread.so)", 0.014)):
+        expects = [(f"radix-2^{r}", impl, "ms", what) for r in radices]
+        est = 0.2 + (radix_passes(RADIX_WARMUP) + sum(radix_passes(r) for r in radices)) * per_pass
+        jobs.append(Job(program, pre + [f"{RADIX_WARMUP},{rlist}"], expects, est, skip_first=True))
 
     for vn in sorted({1, n}):
         impl = f"ursa-{vn}vp"
@@ -339,6 +351,8 @@ def checks(entries, settings):
     if 8 in radices:
         add(f"radix sort 2^8: ursa 1 VP / ursa {n} VPs (speed-up)", ">=", 1.7,
             lambda: ratio("radix-2^8", "ursa-1vp", un))
+    add(f"radix sort: unmodified POSIX program under ursa-run {n} VPs / ursa {n} VPs, every radix (worst; issue #17)",
+        "<=", 1.1, lambda: worst(f"ursa-run-{n}vp", un))
     add(f"thread-ring: {n} VPs / 1 VP", "<=", 1.5, lambda: ratio("smp-ring", un, "ursa-1vp"))
     def groups():
         one, reg = med("smp-groups", "ursa-1vp"), med("smp-groups", f"regions-{n}vp")

@@ -9,11 +9,17 @@
  *   value = ns per pass = interval / N                                      unit ns/pass
  * Threads get 64 KiB stacks (ursa's default) to keep 503 of them small.
  *
+ * The same unmodified binary also runs under `ursa-run -n 1` (issue #17: impl ursa-run; it
+ * detects libursa-pthread.so through dlsym, as pthread_ring_mutex does, only to label its
+ * RESULT line), so `make bench` compares POSIX semaphores natively, under ursa-run and ursa's
+ * own semaphore ring (ursa_ring_sem) in the same run.
+ *
  * Usage: pthread_ring_sem [N = 1,000,000 passes]
  */
 #define _GNU_SOURCE
 #include "../bench_common.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <semaphore.h>
 
@@ -49,6 +55,8 @@ static void *member(void *arg) {
 }
 
 int main(int argc, char **argv) {
+  void *(*ursa_self)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "ursa_self");
+  const char *impl = ursa_self && ursa_self() ? "ursa-run" : "pthread";
   uint64_t n = bench_arg(argc, argv, 1000000), t0, t1;
   pthread_attr_t attr;
   unsigned i;
@@ -68,7 +76,7 @@ int main(int argc, char **argv) {
   sem_wait_nointr(&done);
   t1 = bench_now_ns();
 
-  bench_result("ring-sem", "pthread", (double)(t1 - t0) / (double)n, "ns/pass", answer, n);
+  bench_result("ring-sem", impl, (double)(t1 - t0) / (double)n, "ns/pass", answer, n);
 
   stopping = 1;
   for (i = 0; i < RING; i++)
