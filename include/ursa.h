@@ -310,6 +310,8 @@ typedef struct ursa_stats {
   uint64_t preemptions;  /* involuntary switches (cp-ts time slice, cp-ic count) */
   uint64_t preempt_deferred; /* cp-ts slices that ended outside a safe point     */
   uint64_t ticks;        /* ursa_tick() calls (cp-ic; counted per completed round) */
+  uint64_t stacks_mapped; /* stacks mapped (a create that neither the VP's pool of free stacks
+                             nor the depot shared by all VPs could serve: see URSA_STACK_CACHE) */
 } ursa_stats_t;
 
 URSA_API unsigned ursa_vp_count(void);

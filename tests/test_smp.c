@@ -113,6 +113,45 @@ TEST_IMPL(smp_create_on_named_vp_bound) {
   return 0;
 }
 
+/* Stacks flow between VPs through the depot (src/core/stack.c): threads created on VP 0 that all
+ * finish on VP 1 leave their stacks there, and VP 1's pool is full, so without the depot VP 0
+ * would map a stack for every creation and VP 1 unmap one for every exit. */
+static ursa_sem_t depot_done;
+static void *depot_worker(void *arg) {
+  (void)arg;
+  ursa_sem_post(&depot_done);
+  return NULL;
+}
+
+TEST_IMPL(smp_stacks_flow_between_vps) {
+  ursa_config_t c;
+  ursa_attr_t a;
+  ursa_stats_t s0, s1;
+  int round, i;
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  c.stack_cache = 4;
+  ASSERT_OK(ursa_init(&c));
+  ASSERT_OK(ursa_sem_init(&depot_done, 0));
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setvp(&a, 1));
+  ASSERT_OK(ursa_attr_setbound(&a, 1));          /* they run, finish and are released on VP 1 */
+  ASSERT_OK(ursa_attr_setdetached(&a, 1));
+  for (round = 0; round < 60; round++) {
+    if (round == 10) ASSERT_OK(ursa_stats_vp(0, &s0));   /* the pools and the depot are warm */
+    for (i = 0; i < 4; i++) ASSERT_OK(ursa_create(NULL, &a, depot_worker, NULL));
+    for (i = 0; i < 4; i++) ASSERT_OK(ursa_sem_wait(&depot_done));
+  }
+  ASSERT_OK(ursa_stats_vp(0, &s1));
+  ASSERT_EQ(s1.created - s0.created, 200);
+  /* without the depot: 200 (every creation on VP 0 maps); with it, the depot serves them once VP
+   * 1's pool is full (a few map while the one zombie per VP waits for its reaping) */
+  ASSERT(s1.stacks_mapped - s0.stacks_mapped <= 20);
+  ASSERT_OK(ursa_attr_destroy(&a));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
 /* URSA_VP_ANY places on the least loaded VP: with VP 0 busy (main and a queue of threads bound
  * there), a wildcard creation goes elsewhere. */
 static void *sleeper(void *arg) { (void)arg; ursa_sleep_ns(50 * MS); return NULL; }

@@ -20,6 +20,13 @@
  * The pool (SplitThreads' queue of uninitialized threads).  A finished thread's default-size stack
  * goes to its VP's LIFO pool (up to stack_cache stacks); ursa_create takes from it first, so
  * creating from a warm pool makes no system call.  Other sizes are unmapped when released.
+ * The depot.  When threads are created on one VP and finish on another (the POSIX layer's
+ * detached threads, URSA_VP_ANY placement), one pool fills while the other empties, and every
+ * create would map a stack that another VP is about to unmap.  So a VP whose pool is full puts
+ * the stack in the depot, one list shared by all VPs under its lock (up to stack_cache stacks; only
+ * beyond that is a stack unmapped), and a VP whose pool is empty takes up to DEPOT_BATCH stacks
+ * from the depot before it maps one.  The fast paths (ursa__stack_get / _put, stack.h) never see
+ * it: only a full or an empty pool does.
  *
  * ThreadSanitizer.  Each mapping gets its TSan fiber when it is made and loses it when it is
  * unmapped (and so at ursa_fini, which drains the pools): every thread the stack is given to
@@ -268,12 +275,21 @@ static void stack_release(struct ursa__thread *t) {
   stack_unmap(t);
 }
 
-/* fork (src/runtime/): the lock is held across the fork, so the child's copy is consistent; the
+/* The depot (see the note at the top). */
+#define DEPOT_BATCH 32u                       /* stacks an empty pool takes from the depot at once */
+static struct {
+  ursa__spin_t         lock;                  /* guards list and len; a leaf lock */
+  struct ursa__thread *list;                  /* linked through w.next, like the pools */
+  size_t               len;
+} depot;
+
+/* fork (src/runtime/): the locks are held across the fork, so the child's copy is consistent; the
  * child has no reader (only the forking kernel thread lives on), so what was deferred goes now. */
-void ursa__stack_atfork_prepare(void) { ursa__spin_lock(&readers.lock); }
-void ursa__stack_atfork_parent(void) { ursa__spin_unlock(&readers.lock); }
+void ursa__stack_atfork_prepare(void) { ursa__spin_lock(&readers.lock); ursa__spin_lock(&depot.lock); }
+void ursa__stack_atfork_parent(void) { ursa__spin_unlock(&depot.lock); ursa__spin_unlock(&readers.lock); }
 void ursa__stack_atfork_child(void) {
   struct ursa__thread *list = readers.deferred;
+  depot.lock = 0;
   readers.deferred = NULL;
   readers.count = 0;
   readers.lock = 0;
@@ -284,8 +300,52 @@ void ursa__stack_atfork_child(void) {
   }
 }
 
+/* ---- the depot -------------------------------------------------------------------------------- */
+
+/* Puts t in the depot: 1, or 0 when the depot is full (the caller unmaps t). */
+static int depot_put(struct ursa__thread *t) {
+  int ok = 0;
+  ursa__spin_lock(&depot.lock);
+  if (depot.len < ursa__g.stack_cache) {
+    t->w.next = depot.list;
+    depot.list = t;
+    depot.len++;
+    ok = 1;
+  }
+  ursa__spin_unlock(&depot.lock);
+  return ok;
+}
+
+/* Moves up to DEPOT_BATCH stacks from the depot to vp's (empty) pool. */
+static void depot_refill(struct ursa__vp *vp) {
+  unsigned n = 0;
+  if (__atomic_load_n(&depot.len, __ATOMIC_RELAXED) == 0) return;   /* (a hint: rechecked below) */
+  ursa__spin_lock(&depot.lock);
+  while (depot.list != NULL && n < DEPOT_BATCH && vp->pool_len < ursa__g.stack_cache) {
+    struct ursa__thread *t = depot.list;
+    depot.list = t->w.next;
+    __atomic_store_n(&depot.len, depot.len - 1, __ATOMIC_RELAXED);
+    t->w.next = vp->pool;
+    vp->pool = t;
+    vp->pool_len++;
+    n++;
+  }
+  ursa__spin_unlock(&depot.lock);
+}
+
+/* ursa_fini: unmaps what the depot holds (every VP has stopped). */
+void ursa__stack_depot_drain(void) {
+  while (depot.list) {
+    struct ursa__thread *t = depot.list;
+    depot.list = t->w.next;
+    stack_release(t);
+  }
+  depot.len = 0;
+}
+
 struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_t size, int *err) {
   struct ursa__thread *t;
+  if (size == ursa__g.stack_size && vp->pool == NULL) depot_refill(vp);
   if (size == ursa__g.stack_size && vp->pool != NULL) {
     t = vp->pool;
     vp->pool = t->w.next;
@@ -296,6 +356,8 @@ struct ursa__thread *ursa__stack_get_slow(struct ursa__vp *vp, size_t size, int 
 #endif
   } else if ((t = stack_map(size, err)) == NULL) {
     return NULL;                                  /* (a fresh mapping was cleared by stack_map) */
+  } else {
+    vp->stats.stacks_mapped++;
   }
   return t;
 }
@@ -307,6 +369,7 @@ void ursa__stack_put_slow(struct ursa__vp *vp, struct ursa__thread *t) {
     vp->pool_len++;
     return;
   }
+  if (t->stack_size == ursa__g.stack_size && depot_put(t)) return;
   stack_release(t);
 }
 

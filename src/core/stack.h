@@ -46,6 +46,7 @@ URSA_HIDDEN void ursa__stack_atfork_parent(void);
 URSA_HIDDEN void ursa__stack_atfork_child(void);
 URSA_HIDDEN int  ursa__stack_prealloc(struct ursa__vp *vp, size_t n);
 URSA_HIDDEN void ursa__stack_pool_drain(struct ursa__vp *vp);
+URSA_HIDDEN void ursa__stack_depot_drain(void);   /* ursa_fini: the shared depot (stack.c) */
 URSA_HIDDEN int  ursa__overflow_handler_install(void);
 URSA_HIDDEN void ursa__overflow_handler_remove(void);
 /* An alternate signal stack for the calling kernel thread (the overflow report runs on it). */

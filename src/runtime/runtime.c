@@ -172,6 +172,7 @@ int ursa_init(const ursa_config_t *cfg) {
     ursa__g.initialized = 0;
     ursa__overflow_handler_remove();
     ursa__stack_pool_drain(vp);
+    ursa__stack_depot_drain();
     goto fail;
   }
   ursa__dumpsig_start();                              /* URSA_DUMP_SIGNAL, opt-in */
@@ -215,6 +216,7 @@ int ursa_fini(void) {
   ursa__trace_fini();                                 /* URSA_TRACE: every VP has stopped */
   ursa__overflow_handler_remove();
   ursa__stack_pool_drain(vp);
+  ursa__stack_depot_drain();                          /* after every VP's last release */
   ursa__threads_fini();
   ursa__regions_fini();
   free(vp->timers);
@@ -291,22 +293,22 @@ int ursa_stats(ursa_stats_t *out) {
 }
 
 static void print_row(FILE *f, const char *who, const ursa_stats_t *s) {
-  fprintf(f, "ursa: %-6s %12llu %12llu %12llu %12llu %12llu %10llu %10llu %8llu %10.3f %10llu %10llu %10llu %12llu\n", who,
+  fprintf(f, "ursa: %-6s %12llu %12llu %12llu %12llu %12llu %10llu %10llu %8llu %10.3f %10llu %10llu %10llu %12llu %10llu\n", who,
           (unsigned long long)s->switches, (unsigned long long)s->yields,
           (unsigned long long)s->p_ops, (unsigned long long)s->p_blocking,
           (unsigned long long)s->blocks, (unsigned long long)s->created,
           (unsigned long long)s->timers, (unsigned long long)s->idle_waits,
           (double)s->idle_ns / 1e6, (unsigned long long)s->migrations,
           (unsigned long long)s->preemptions, (unsigned long long)s->preempt_deferred,
-          (unsigned long long)s->ticks);
+          (unsigned long long)s->ticks, (unsigned long long)s->stacks_mapped);
 }
 
 int ursa_stats_print(FILE *f) {
   ursa_stats_t s;
   if (f == NULL) return -EINVAL;
-  fprintf(f, "ursa: %-6s %12s %12s %12s %12s %12s %10s %10s %8s %10s %10s %10s %10s %12s\n", "VP", "switches", "yields",
+  fprintf(f, "ursa: %-6s %12s %12s %12s %12s %12s %10s %10s %8s %10s %10s %10s %10s %12s %10s\n", "VP", "switches", "yields",
           "P ops", "blocking P", "blocks", "created", "timers", "idle", "idle ms", "migrated",
-          "preempted", "deferred", "ticks");
+          "preempted", "deferred", "ticks", "stacks");
   {
     unsigned i, n = stats_vps();
     for (i = 0; i < n; i++) {
