@@ -57,6 +57,7 @@
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- glibc's functions ------------------------------------------------------------------------ */
 
@@ -79,6 +80,8 @@ void *upt_real(int index, const char *name) {
 
 uintptr_t upt_ursa_lo, upt_ursa_hi;  /* libursa.so's executable segment, [lo, hi)            */
 int upt_solo;
+struct upt_range upt_rt[UPT_RT_MAX];  /* the sanitizer runtimes' executable segments           */
+int upt_rt_n;
 
 static int find_ursa(struct dl_phdr_info *info, size_t size, void *data) {
   uintptr_t target = (uintptr_t)data;
@@ -97,6 +100,33 @@ static int find_ursa(struct dl_phdr_info *info, size_t size, void *data) {
   return 0;
 }
 
+/* A sanitizer's runtime as a shared library (GCC's libasan, libtsan, libubsan, liblsan) calls
+ * pthread_getspecific, pthread_key_create and others for its own bookkeeping of kernel threads,
+ * and would reach this layer's (which allocates, which calls back into the runtime): its calls go
+ * to glibc, as libursa's do.  (A runtime linked into the executable, as clang's, cannot be told
+ * from the program: tests/CMakeLists.txt does not run the layer under those.) */
+static int find_runtimes(struct dl_phdr_info *info, size_t size, void *data) {
+  static const char *const names[] = { "/libasan.so", "/libtsan.so", "/libubsan.so", "/liblsan.so" };
+  const char *n = info->dlpi_name;
+  unsigned k;
+  int i;
+  (void)size;
+  (void)data;
+  if (n == NULL) return 0;
+  for (k = 0; k < sizeof names / sizeof names[0]; k++)
+    if (strstr(n, names[k]) != NULL) break;
+  if (k == sizeof names / sizeof names[0]) return 0;
+  for (i = 0; i < info->dlpi_phnum && upt_rt_n < UPT_RT_MAX; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      upt_rt[upt_rt_n].lo = info->dlpi_addr + ph->p_vaddr;
+      upt_rt[upt_rt_n].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+      upt_rt_n++;
+    }
+  }
+  return 0;
+}
+
 /* ---- the constructor -------------------------------------------------------------------------- */
 
 int upt_booted;
@@ -110,6 +140,7 @@ __attribute__((constructor(101))) static void upt_boot(void) {
 #undef UPT_RESOLVE
   (void)i;
   dl_iterate_phdr(find_ursa, (void *)(uintptr_t)&ursa_init);
+  dl_iterate_phdr(find_runtimes, NULL);
   if (upt_ursa_lo == 0) {
     fprintf(stderr, "ursa-pthread: ursa is linked into the program, not loaded as libursa.so: "
                     "POSIX threads run on the system's threads\n");

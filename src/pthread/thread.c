@@ -48,8 +48,17 @@ int upt_errno(int e) {
 
 /* ---- records ---------------------------------------------------------------------------------- */
 
+/* Records are allocated UPT_CHUNK at a time, and every chunk stays on `chunks` for the life of
+ * the process: a record is always reachable from a global (a thread still blocked when the
+ * process exits is no leak for LeakSanitizer), and most creations take no malloc. */
+#define UPT_CHUNK 32
+struct upt_chunk {
+  struct upt_chunk *next;
+  struct upt_thread rec[UPT_CHUNK];
+};
 static uint32_t free_lock;
-static struct upt_thread *free_list;
+static struct upt_thread *free_list;     /* under free_lock */
+static struct upt_chunk *chunks;         /* under free_lock */
 
 static struct upt_thread *record_new(void) {
   struct upt_thread *t;
@@ -58,9 +67,22 @@ static struct upt_thread *record_new(void) {
   if (t) free_list = t->free_next;
   upt_spin_unlock(&free_lock);
   if (t == NULL) {
-    t = calloc(1, sizeof *t);
-    if (t == NULL) return NULL;
-    if (ursa_sem_init(&t->park, 0) != 0) { free(t); return NULL; }
+    struct upt_chunk *c = calloc(1, sizeof *c);
+    int i;
+    if (c == NULL) return NULL;
+    for (i = 0; i < UPT_CHUNK; i++) {
+      if (ursa_sem_init(&c->rec[i].park, 0) != 0) { free(c); return NULL; }
+      c->rec[i].magic = UPT_MAGIC_FREE;
+    }
+    upt_spin_lock(&free_lock);
+    c->next = chunks;
+    chunks = c;
+    for (i = UPT_CHUNK - 1; i >= 1; i--) {
+      c->rec[i].free_next = free_list;
+      free_list = &c->rec[i];
+    }
+    upt_spin_unlock(&free_lock);
+    t = &c->rec[0];
   }
   t->finished = t->detached = t->adopted = 0;
   t->joiner = t->cur_wait = NULL;

@@ -80,12 +80,21 @@ enum { UPT_REALS(UPT_REAL_ENUM) UPT_R_COUNT };
 void *upt_real(int index, const char *name);
 #define REAL(name) ((__typeof__(&name))upt_real(UPT_R_##name, #name))
 
-/* Nonzero when the return address ra lies in libursa's code: ursa's own calls of POSIX functions
- * (its VPs' kernel threads, its idle sleep, its spin back-off) must reach glibc.  The bounds are
- * written once by the constructor, before any other thread exists. */
+/* Nonzero when the return address ra lies in libursa's code, or in a sanitizer's runtime: ursa's
+ * own calls of POSIX functions (its VPs' kernel threads, its idle sleep, its spin back-off) and
+ * the runtime's must reach glibc.  The bounds are written once by the constructor, before any
+ * other thread exists. */
 extern uintptr_t upt_ursa_lo, upt_ursa_hi;
+#define UPT_RT_MAX 8
+struct upt_range { uintptr_t lo, hi; };
+extern struct upt_range upt_rt[UPT_RT_MAX];   /* a sanitizer runtime's code (boot.c) */
+extern int upt_rt_n;
 static inline int upt_from_ursa(const void *ra) {
-  return (uintptr_t)ra - upt_ursa_lo < upt_ursa_hi - upt_ursa_lo;
+  int i;
+  if ((uintptr_t)ra - upt_ursa_lo < upt_ursa_hi - upt_ursa_lo) return 1;
+  for (i = 0; i < upt_rt_n; i++)
+    if ((uintptr_t)ra - upt_rt[i].lo < upt_rt[i].hi - upt_rt[i].lo) return 1;
+  return 0;
 }
 
 /* One VP (see "solo" above); written once by the constructor. */
