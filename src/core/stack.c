@@ -280,7 +280,7 @@ static void stack_release(struct ursa__thread *t) {
 static struct {
   ursa__spin_t         lock;                  /* guards list and len; a leaf lock */
   struct ursa__thread *list;                  /* linked through w.next, like the pools */
-  size_t               len;
+  size_t               len;                   /* written under lock (relaxed atomic stores) */
 } depot;
 
 /* fork (src/runtime/): the locks are held across the fork, so the child's copy is consistent; the
@@ -309,7 +309,8 @@ static int depot_put(struct ursa__thread *t) {
   if (depot.len < ursa__g.stack_cache) {
     t->w.next = depot.list;
     depot.list = t;
-    depot.len++;
+    /* relaxed atomic: depot_refill reads it without the lock, as a hint */
+    __atomic_store_n(&depot.len, depot.len + 1, __ATOMIC_RELAXED);
     ok = 1;
   }
   ursa__spin_unlock(&depot.lock);
