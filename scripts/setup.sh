@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/setup.sh test|bench|posix-suite - installs what `make test`, `make bench` or
 # `make posix-suite` needs on Debian, idempotently and quietly: only missing packages are
-# installed, and apt's index is refreshed only when something is missing.  Says clearly what cannot be had.
+# installed, and apt's index is refreshed only when something is missing.  Says clearly what
+# cannot be had.
 # bench: the peers (Boost.Context, GNU Pth, Go) are optional: one that cannot be installed makes
 # configure skip it and bench/run.py report it as "missing (<reason>)".  Go comes from golang-go
 # only when no `go` is on PATH already (a newer toolchain installed by hand is used as it is).
