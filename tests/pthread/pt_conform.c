@@ -602,12 +602,59 @@ static void case_return_from_main(void) {
   sched_yield();
 }
 
+/* Scheduling attributes (stored and reported: ursa has no priorities).  POSIX, pthread_create
+ * and pthread_attr_setinheritsched: with PTHREAD_INHERIT_SCHED (the default) the new thread has
+ * its creator's policy and parameter, with PTHREAD_EXPLICIT_SCHED the attribute's; the thread
+ * reports them with pthread_getschedparam. */
+struct sched_seen { int policy, prio; };
+static void *report_sched(void *a) {
+  struct sched_seen *s = a;
+  struct sched_param p;
+  CHECK_EQ(pthread_getschedparam(pthread_self(), &s->policy, &p), 0);
+  s->prio = p.sched_priority;
+  return NULL;
+}
+static void case_sched(void) {
+  struct sched_param p = { 1 };
+  struct sched_seen s;
+  pthread_attr_t a, g;
+  pthread_t t;
+  int policy = -1;
+  CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_FIFO, &p), 0);
+  s.policy = -1;
+  join(spawn(report_sched, &s));                 /* default attribute: inherited */
+  CHECK_EQ(s.policy, SCHED_FIFO);
+  CHECK_EQ(s.prio, 1);
+  CHECK_EQ(pthread_attr_init(&a), 0);
+  CHECK_EQ(pthread_attr_setschedpolicy(&a, SCHED_RR), 0);
+  p.sched_priority = 2;
+  CHECK_EQ(pthread_attr_setschedparam(&a, &p), 0);
+  s.policy = -1;                                 /* inherit is still the attribute's default */
+  CHECK_EQ(pthread_create(&t, &a, report_sched, &s), 0);
+  join(t);
+  CHECK_EQ(s.policy, SCHED_FIFO);
+  CHECK_EQ(s.prio, 1);
+  CHECK_EQ(pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED), 0);
+  s.policy = -1;
+  CHECK_EQ(pthread_create(&t, &a, report_sched, &s), 0);
+  CHECK_EQ(pthread_getattr_np(t, &g), 0);        /* may run before or after the thread */
+  CHECK_EQ(pthread_attr_getschedpolicy(&g, &policy), 0);
+  CHECK_EQ(policy, SCHED_RR);
+  join(t);
+  CHECK_EQ(s.policy, SCHED_RR);
+  CHECK_EQ(s.prio, 2);
+  pthread_attr_destroy(&g);
+  pthread_attr_destroy(&a);
+  p.sched_priority = 0;
+  CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_OTHER, &p), 0);
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "threads", case_threads }, { "once", case_once }, { "keys", case_keys },
   { "mutex_static", case_mutex_static }, { "mutex_kinds", case_mutex_kinds }, { "cond", case_cond },
   { "rwlock", case_rwlock }, { "barrier_spin", case_barrier_spin }, { "sem", case_sem },
   { "sleep", case_sleep }, { "cancel", case_cancel }, { "ring", case_ring },
-  { "return_from_main", case_return_from_main },
+  { "return_from_main", case_return_from_main }, { "sched", case_sched },
 };
 
 int main(int argc, char **argv) {
