@@ -69,7 +69,7 @@ static int mutex_lock(struct upt_thread *me, struct upt_mutex *m, int type, int 
       m->depth++;
       return 0;
     }
-    if (type == PTHREAD_MUTEX_ERRORCHECK) return EDEADLK;
+    if (type == PTHREAD_MUTEX_ERRORCHECK && mode != 1) return EDEADLK;   /* trylock: EBUSY */
   }
   if (mode == 1) return EBUSY;
   if (mode == 2) {
@@ -380,7 +380,7 @@ static int rw_lock(struct upt_thread *me, struct upt_rwlock *l, int kind, int mo
   if (l->dead == UPT_DEAD) return EINVAL;
   if (mode == 2 && (e = upt_check_deadline(clock, abs)) != 0) return e;
   upt_spin_lock(&l->spin);
-  if (l->writer == me) { upt_spin_unlock(&l->spin); return EDEADLK; }
+  if (l->writer == me) { upt_spin_unlock(&l->spin); return mode == 1 ? EBUSY : EDEADLK; }
   if (kind == UPT_RW_READ ? l->writer == NULL : (l->writer == NULL && l->readers == 0)) {
     if (kind == UPT_RW_READ) {
       if (l->readers == UINT32_MAX) { upt_spin_unlock(&l->spin); return EAGAIN; }

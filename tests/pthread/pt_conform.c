@@ -649,12 +649,51 @@ static void case_sched(void) {
   CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_OTHER, &p), 0);
 }
 
+/* POSIX: pthread_mutex_trylock fails with EBUSY when the mutex is locked, also by the caller
+ * (EDEADLK is pthread_mutex_lock's answer for an error-checking mutex the caller owns); a
+ * recursive mutex the caller owns is locked once more.  pthread_rwlock_tryrdlock and trywrlock
+ * fail with EBUSY when a writer holds the lock, the caller included. */
+static void case_trylock_owned(void) {
+  static const int kinds[] = { PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_ERRORCHECK,
+                               PTHREAD_MUTEX_DEFAULT };
+  pthread_mutexattr_t ma;
+  pthread_mutex_t m;
+  pthread_rwlock_t l;
+  for (unsigned i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    CHECK_EQ(pthread_mutexattr_init(&ma), 0);
+    CHECK_EQ(pthread_mutexattr_settype(&ma, kinds[i]), 0);
+    CHECK_EQ(pthread_mutex_init(&m, &ma), 0);
+    CHECK_EQ(pthread_mutex_lock(&m), 0);
+    CHECK_EQ(pthread_mutex_trylock(&m), EBUSY);
+    if (kinds[i] == PTHREAD_MUTEX_ERRORCHECK) CHECK_EQ(pthread_mutex_lock(&m), EDEADLK);
+    CHECK_EQ(pthread_mutex_unlock(&m), 0);
+    CHECK_EQ(pthread_mutex_destroy(&m), 0);
+    CHECK_EQ(pthread_mutexattr_destroy(&ma), 0);
+  }
+  CHECK_EQ(pthread_mutexattr_init(&ma), 0);
+  CHECK_EQ(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE), 0);
+  CHECK_EQ(pthread_mutex_init(&m, &ma), 0);
+  CHECK_EQ(pthread_mutex_lock(&m), 0);
+  CHECK_EQ(pthread_mutex_trylock(&m), 0);
+  CHECK_EQ(pthread_mutex_unlock(&m), 0);
+  CHECK_EQ(pthread_mutex_unlock(&m), 0);
+  CHECK_EQ(pthread_mutex_unlock(&m), EPERM);
+  CHECK_EQ(pthread_mutex_destroy(&m), 0);
+  CHECK_EQ(pthread_rwlock_init(&l, NULL), 0);
+  CHECK_EQ(pthread_rwlock_wrlock(&l), 0);
+  CHECK_EQ(pthread_rwlock_trywrlock(&l), EBUSY);
+  CHECK_EQ(pthread_rwlock_tryrdlock(&l), EBUSY);
+  CHECK_EQ(pthread_rwlock_unlock(&l), 0);
+  CHECK_EQ(pthread_rwlock_destroy(&l), 0);
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "threads", case_threads }, { "once", case_once }, { "keys", case_keys },
   { "mutex_static", case_mutex_static }, { "mutex_kinds", case_mutex_kinds }, { "cond", case_cond },
   { "rwlock", case_rwlock }, { "barrier_spin", case_barrier_spin }, { "sem", case_sem },
   { "sleep", case_sleep }, { "cancel", case_cancel }, { "ring", case_ring },
   { "return_from_main", case_return_from_main }, { "sched", case_sched },
+  { "trylock_owned", case_trylock_owned },
 };
 
 int main(int argc, char **argv) {
