@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -687,13 +688,30 @@ static void case_trylock_owned(void) {
   CHECK_EQ(pthread_rwlock_destroy(&l), 0);
 }
 
+/* POSIX, pthread_mutex_lock: relocking a NORMAL mutex deadlocks.  The process then waits, as a
+ * process of kernel threads does, for a signal here, whose handler ends it with status 0: it does
+ * not end at once with ursa's deadlock report (status 3). */
+static void exit0_on_alarm(int sig) { (void)sig; _exit(0); }
+static void case_deadlock_waits(void) {
+  pthread_mutexattr_t ma;
+  pthread_mutex_t m;
+  CHECK_EQ(pthread_mutexattr_init(&ma), 0);
+  CHECK_EQ(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_NORMAL), 0);
+  CHECK_EQ(pthread_mutex_init(&m, &ma), 0);
+  CHECK_EQ(pthread_mutex_lock(&m), 0);
+  CHECK(signal(SIGALRM, exit0_on_alarm) != SIG_ERR);
+  alarm(1);
+  pthread_mutex_lock(&m);
+  CHECK(0);
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "threads", case_threads }, { "once", case_once }, { "keys", case_keys },
   { "mutex_static", case_mutex_static }, { "mutex_kinds", case_mutex_kinds }, { "cond", case_cond },
   { "rwlock", case_rwlock }, { "barrier_spin", case_barrier_spin }, { "sem", case_sem },
   { "sleep", case_sleep }, { "cancel", case_cancel }, { "ring", case_ring },
   { "return_from_main", case_return_from_main }, { "sched", case_sched },
-  { "trylock_owned", case_trylock_owned },
+  { "trylock_owned", case_trylock_owned }, { "deadlock_waits", case_deadlock_waits },
 };
 
 int main(int argc, char **argv) {
