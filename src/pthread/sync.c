@@ -565,7 +565,14 @@ UPT_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
 
 /* pthread_once_t is an int.  glibc's encoding: bit 0 = running, bit 1 = done; the layer uses 1 for
  * running and 2 for done, so an object completed by glibc before the constructor reads as done.
- * A caller that finds it running yields until it is done (init routines are short). */
+ * A caller that finds it running yields until it is done (init routines are short).  POSIX: an
+ * init routine cancelled (or ended by pthread_exit) leaves the object as if pthread_once had never
+ * been called: a cleanup handler (this layer's own, glibc's C macros) sets it back to 0, and the
+ * next caller runs its routine. */
+static void once_cancelled(void *once) {
+  __atomic_store_n((pthread_once_t *)once, 0, __ATOMIC_RELEASE);
+}
+
 UPT_EXPORT int pthread_once(pthread_once_t *once, void (*fn)(void)) {
   int v;
   UPT_ENTER(me);
@@ -574,7 +581,9 @@ UPT_EXPORT int pthread_once(pthread_once_t *once, void (*fn)(void)) {
     v = __atomic_load_n(once, __ATOMIC_ACQUIRE);   /* acquire: pairs with the done store */
     if (v & 2) return 0;
     if (v == 0 && __atomic_compare_exchange_n(once, &v, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      pthread_cleanup_push(once_cancelled, once);
       fn();
+      pthread_cleanup_pop(0);
       __atomic_store_n(once, 2, __ATOMIC_RELEASE);
       return 0;
     }

@@ -705,6 +705,28 @@ static void case_deadlock_waits(void) {
   CHECK(0);
 }
 
+/* POSIX, pthread_once: an init routine that is a cancellation point and is cancelled leaves the
+ * once object as if pthread_once had not been called: the next call runs its routine. */
+static pthread_once_t once_c = PTHREAD_ONCE_INIT;
+static sem_t once_in;
+static int once_second;
+static void once_sleeps(void) { sem_post(&once_in); sleep(30); }
+static void once_marks(void) { once_second = 1; }
+static void *once_caller(void *a) { pthread_once(&once_c, once_sleeps); return a; }
+static void case_once_cancel(void) {
+  pthread_t t;
+  void *r = NULL;
+  CHECK_EQ(sem_init(&once_in, 0, 0), 0);
+  t = spawn(once_caller, NULL);
+  CHECK_EQ(sem_wait(&once_in), 0);               /* in the routine, asleep */
+  CHECK_EQ(pthread_cancel(t), 0);
+  CHECK_EQ(pthread_join(t, &r), 0);
+  CHECK(r == PTHREAD_CANCELED);
+  CHECK_EQ(pthread_once(&once_c, once_marks), 0);
+  CHECK_EQ(once_second, 1);
+  CHECK_EQ(pthread_once(&once_c, once_sleeps), 0);   /* done now: not run again */
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "threads", case_threads }, { "once", case_once }, { "keys", case_keys },
   { "mutex_static", case_mutex_static }, { "mutex_kinds", case_mutex_kinds }, { "cond", case_cond },
@@ -712,6 +734,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "sleep", case_sleep }, { "cancel", case_cancel }, { "ring", case_ring },
   { "return_from_main", case_return_from_main }, { "sched", case_sched },
   { "trylock_owned", case_trylock_owned }, { "deadlock_waits", case_deadlock_waits },
+  { "once_cancel", case_once_cancel },
 };
 
 int main(int argc, char **argv) {
