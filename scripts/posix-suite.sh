@@ -79,6 +79,12 @@ sem_close	named semaphores stay glibc's
 sem_unlink	named semaphores stay glibc's
 EOF
 )
+# Single tests left out, and why.
+SKIPPED=$(cat <<'EOF'
+pthread_cond_init/1-2	sets the system's realtime clock a week ahead and back (clock_settime, as root): it changes the time of the whole machine, and a run killed in between leaves it a week off
+pthread_cond_init/2-2	the same
+EOF
+)
 # Also left out: the suite's NAME.sh "tests" of these groups (each only echoes "Tested implicitly
 # via assertion N" and exits 0), the speculative/ subdirectories (behaviour POSIX leaves
 # unspecified, which the suite itself does not count) and sources without a main (build-only).
@@ -234,8 +240,10 @@ for g in $GROUPS_IN; do
   done
 done
 tests=()
+skipped_re="^($(echo "$SKIPPED" | cut -f1 | paste -sd'|'))\$"
 while IFS= read -r f; do
   t=${f%.c}
+  [[ $t =~ $skipped_re ]] && continue
   if [ ${#patterns[@]} -gt 0 ]; then
     m=0; for p in "${patterns[@]}"; do [[ $t =~ $p ]] && m=1; done
     [ $m = 1 ] || continue
@@ -315,6 +323,7 @@ case ",$configs," in *,native,*) ;; *) configs=native,$configs ;; esac
 echo
 echo "Open POSIX Test Suite 1.5.2, conformance/interfaces, ${#groups[@]} groups, ${#runnable[@]} tests ($(date -u +%Y-%m-%d), $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'))"
 [ -n "$buildfail" ] && { echo "not built (counted nowhere):"; echo "$buildfail" | sed 's/^/  /'; }
+echo "left out: $(echo "$EXCLUDED" | cut -f1 | paste -sd' ') (groups); $(echo "$SKIPPED" | cut -f1 | paste -sd' ') (tests): see the script"
 { echo "$REASONS" | sed 's/^/R\t/'; echo "$KNOWN" | sed 's/^/K\t/'; } | awk -F'\t' -v cfgs="$configs" -v res="$results" '
   function outcome(rc) {
     if (rc == 0) return "PASS"; if (rc == 1) return "FAIL"; if (rc == 2) return "UNRESOLVED"
