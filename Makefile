@@ -4,10 +4,11 @@
 #                      for the papers' sizes
 # Also: make readme-figures RUN=<run> (README's benchmark tables from that make bench run), make test-quick (plain build only), make fuzz (the API fuzzer: URSA_FUZZ_OPS operations,
 # default 1,000,000, in the ASan+UBSan build; URSA_FUZZ_SEED replays a seed), make install
-# PREFIX=..., make clean.
+# PREFIX=..., make clean, make posix-suite (the Open POSIX Test Suite against the pthread layer:
+# scripts/posix-suite.sh; not part of make test: it downloads the suite and takes about 25 minutes).
 PREFIX ?= /usr/local
 
-.PHONY: test test-quick fuzz bench readme-figures install clean
+.PHONY: test test-quick fuzz bench readme-figures posix-suite install clean
 
 test:
 	@bash scripts/setup.sh test
@@ -35,6 +36,13 @@ readme-figures:
 	@if [ -z "$(RUN)" ]; then echo "usage: make readme-figures RUN=<run> [NOTE=...]; runs in results/:" >&2; \
 	  ls results/ 2>/dev/null | sed -n 's/^micro-\(.*\)\.json$$/  \1/p' >&2; exit 2; fi
 	@python3 bench/readme_table.py --run "$(RUN)" $(if $(NOTE),--note "$(NOTE)")
+
+# make posix-suite: the suite natively and under ursa-run at 1 and 2 VPs, cm and cp-ts
+# (build-posix-suite/); exit status 1 when a test passes natively and fails under ursa for a reason
+# the script does not list.
+posix-suite:
+	@bash scripts/setup.sh posix-suite
+	@bash scripts/posix-suite.sh
 
 install:
 	@cmake -S . -B build-install -G Ninja -DCMAKE_BUILD_TYPE=Release -DURSA_BUILD_TESTS=OFF -DURSA_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# scripts/setup.sh test|bench - installs what `make test` or `make bench` needs on Debian,
-# idempotently and quietly: only missing packages are installed, and apt's index is refreshed only
-# when something is missing.  Says clearly what cannot be had.
+# scripts/setup.sh test|bench|posix-suite - installs what `make test`, `make bench` or
+# `make posix-suite` needs on Debian, idempotently and quietly: only missing packages are
+# installed, and apt's index is refreshed only when something is missing.  Says clearly what
+# cannot be had.
 # bench: the peers (Boost.Context, GNU Pth, Go) are optional: one that cannot be installed makes
 # configure skip it and bench/run.py report it as "missing (<reason>)".  Go comes from golang-go
 # only when no `go` is on PATH already (a newer toolchain installed by hand is used as it is).
@@ -17,11 +18,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
   test)  need+=(binutils g++ valgrind clang libclang-rt-14-dev gdb spin libunwind-dev) ;;  # nm: symbols; g++: the pthread layer's C++ test; spin: model/; libunwind: dump backtraces
+  posix-suite) need+=(binutils curl) ;;   # nm: which tests have a main; curl: the suite's tarball
   bench) need+=(g++ libboost-context-dev libboost-fiber-dev libpth-dev)
          command -v go >/dev/null 2>&1 || need+=(golang-go)
          # venv + ensurepip: in python3-venv on Debian's python3, built in elsewhere (pyenv, say)
          python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv) ;;
-  *) echo "usage: $0 test|bench" >&2; exit 2 ;;
+  *) echo "usage: $0 test|bench|posix-suite" >&2; exit 2 ;;
 esac
 optional=(libboost-context-dev libboost-fiber-dev libpth-dev golang-go spin python3-venv libunwind-dev)  # peers: the report says "missing";
                                           # spin: the model check skips; python3-venv: no plots

@@ -117,6 +117,7 @@ struct ursa__global {
   unsigned wq_cap;                   /* Waiver Queue capacity                                 */
   int      pin;                      /* URSA_PIN: pin VP i to the i-th allowed CPU            */
   int      region_balance;           /* URSA_REGION_BALANCE (region.c)                        */
+  int      deadlock_wait;            /* URSA_DEADLOCK=wait: a deadlock blocks (report.c)       */
   int      smp_handoff;              /* a wake-up may take the inline hand-off (ursa__smp_handoff_ok):
                                         policy not global, no hard-build chaos (vp.c)          */
   struct ursa__vp **vps;             /* vps[i], vps[0] == &vp0                                */

@@ -146,6 +146,9 @@ __attribute__((constructor(101))) static void upt_boot(void) {
                     "POSIX threads run on the system's threads\n");
     return;
   }
+  /* A POSIX program whose threads all block waits (for a signal, say), as with glibc: it does
+   * not end with ursa's deadlock report (URSA_DEADLOCK=exit asks for the report). */
+  setenv("URSA_DEADLOCK", "wait", 0);
   rc = ursa_init(NULL);
   if (rc < 0) {
     if (rc != -ECHILD)

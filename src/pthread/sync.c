@@ -422,7 +422,7 @@ static int rw_lock(struct upt_thread *me, struct upt_rwlock *l, int kind, int mo
   if (l->dead == UPT_DEAD) return EINVAL;
   if (mode == 2 && (e = upt_check_deadline(clock, abs)) != 0) return e;
   upt_spin_lock(&l->spin);
-  if (l->writer == me) { upt_spin_unlock(&l->spin); return EDEADLK; }
+  if (l->writer == me) { upt_spin_unlock(&l->spin); return mode == 1 ? EBUSY : EDEADLK; }
   if (kind == UPT_RW_READ ? l->writer == NULL : (l->writer == NULL && l->readers == 0)) {
     if (kind == UPT_RW_READ) {
       if (l->readers == UINT32_MAX) { upt_spin_unlock(&l->spin); return EAGAIN; }
@@ -609,7 +609,14 @@ UPT_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l) {
 
 /* pthread_once_t is an int.  glibc's encoding: bit 0 = running, bit 1 = done; the layer uses 1 for
  * running and 2 for done, so an object completed by glibc before the constructor reads as done.
- * A caller that finds it running yields until it is done (init routines are short). */
+ * A caller that finds it running yields until it is done (init routines are short).  POSIX: an
+ * init routine cancelled (or ended by pthread_exit) leaves the object as if pthread_once had never
+ * been called: a cleanup handler (this layer's own, glibc's C macros) sets it back to 0, and the
+ * next caller runs its routine. */
+static void once_cancelled(void *once) {
+  __atomic_store_n((pthread_once_t *)once, 0, __ATOMIC_RELEASE);
+}
+
 UPT_EXPORT int pthread_once(pthread_once_t *once, void (*fn)(void)) {
   int v;
   UPT_ENTER(me);
@@ -618,7 +625,9 @@ UPT_EXPORT int pthread_once(pthread_once_t *once, void (*fn)(void)) {
     v = __atomic_load_n(once, __ATOMIC_ACQUIRE);   /* acquire: pairs with the done store */
     if (v & 2) return 0;
     if (v == 0 && __atomic_compare_exchange_n(once, &v, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      pthread_cleanup_push(once_cancelled, once);
       fn();
+      pthread_cleanup_pop(0);
       __atomic_store_n(once, 2, __ATOMIC_RELEASE);
       return 0;
     }

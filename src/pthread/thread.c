@@ -416,21 +416,33 @@ UPT_EXPORT int pthread_create(pthread_t *out, const pthread_attr_t *attr, void *
   ursa_thread_t ut;
   size_t ss = 0, gs = 0;
   void *sa = NULL;
-  int det = PTHREAD_CREATE_JOINABLE, rc;
+  int det = PTHREAD_CREATE_JOINABLE, inherit = PTHREAD_INHERIT_SCHED, policy, rc;
+  struct sched_param param;
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_create)(out, attr, fn, arg);
+  policy = me->policy;                          /* PTHREAD_INHERIT_SCHED: the creator's */
+  param = me->param;
   if (attr) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     if (REAL(pthread_attr_getdetachstate)(attr, &det) != 0 ||
         REAL(pthread_attr_getstacksize)(attr, &ss) != 0 ||
         REAL(pthread_attr_getguardsize)(attr, &gs) != 0 ||
-        REAL(pthread_attr_getstackaddr)(attr, &sa) != 0)
+        REAL(pthread_attr_getstackaddr)(attr, &sa) != 0 ||
+        REAL(pthread_attr_getinheritsched)(attr, &inherit) != 0)
       return EINVAL;
 #pragma GCC diagnostic pop
     if (ss == glibc_default_stacksize && sa == NULL) ss = 0;   /* not set: ursa's default */
+    /* PTHREAD_EXPLICIT_SCHED: the attribute's policy and parameter, stored and reported by
+     * pthread_getschedparam (ursa has no priorities), as POSIX says the new thread has them. */
+    if (inherit == PTHREAD_EXPLICIT_SCHED &&
+        (REAL(pthread_attr_getschedpolicy)(attr, &policy) != 0 ||
+         REAL(pthread_attr_getschedparam)(attr, &param) != 0))
+      return EINVAL;
   }
   if ((t = record_new()) == NULL) return EAGAIN;
+  t->policy = policy;
+  t->param = param;
   t->fn = fn;
   t->arg = arg;
   t->detached = det == PTHREAD_CREATE_DETACHED;
@@ -664,6 +676,8 @@ UPT_EXPORT int pthread_getattr_np(pthread_t th, pthread_attr_t *attr) {
   if (t->stackaddr) REAL(pthread_attr_setstack)(attr, t->stackaddr, t->stacksize);
   else if (t->stacksize) REAL(pthread_attr_setstacksize)(attr, t->stacksize);
   REAL(pthread_attr_setguardsize)(attr, t->guardsize ? t->guardsize : (size_t)getpagesize());
+  REAL(pthread_attr_setschedpolicy)(attr, t->policy);
+  REAL(pthread_attr_setschedparam)(attr, &t->param);
   return 0;
 }
 

@@ -70,7 +70,9 @@
   X(pthread_attr_init) X(pthread_attr_destroy) X(pthread_attr_getstacksize)                      \
   X(pthread_attr_setstacksize) X(pthread_attr_getdetachstate) X(pthread_attr_setdetachstate)     \
   X(pthread_attr_setstack) X(pthread_attr_getguardsize) X(pthread_attr_setguardsize)             \
-  X(pthread_attr_getstackaddr) X(pthread_mutexattr_gettype) X(pthread_condattr_getclock)
+  X(pthread_attr_getstackaddr) X(pthread_mutexattr_gettype) X(pthread_condattr_getclock)        \
+  X(pthread_attr_getinheritsched) X(pthread_attr_getschedpolicy) X(pthread_attr_getschedparam)   \
+  X(pthread_attr_setschedpolicy) X(pthread_attr_setschedparam)
 
 #define UPT_REAL_ENUM(name) UPT_R_##name,
 enum { UPT_REALS(UPT_REAL_ENUM) UPT_R_COUNT };

@@ -12,12 +12,19 @@
  * Who calls what: ursa__deadlock_report from the one-VP block path (sched.c) and the SMP idle
  * loop (vp.c) when nothing can run again; ursa__dump_all from ursa_dump and the dump thread
  * (src/runtime/dumpsig.c).
+ *
+ * URSA_DEADLOCK=wait (libursa-pthread sets it for POSIX programs): no report, no exit; the VP
+ * blocks in the kernel for good, as a deadlocked process of kernel threads does, so that a
+ * signal handler still runs (and may exit) and the process can be killed or dumped
+ * (URSA_DUMP_SIGNAL).  POSIX requires a relocked NORMAL mutex to deadlock, not to end the
+ * process, and a program may well wait for a signal with every thread blocked.
  */
 #define _GNU_SOURCE
 #include "sched.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 
 /* The registry of waitable kinds: what a blocked thread's wait_kind means.  Each layer that blocks
@@ -166,6 +173,8 @@ static int print_cycles(FILE *f) {
 void ursa__deadlock_report(struct ursa__vp *vp) {
   /* one VP: called by the thread that blocks last, still on its own stack (self) */
   struct dump count = { NULL, 1, 0, 0, NULL }, print = { stderr, 1, 0, 1, vp->cur };
+  if (ursa__g.deadlock_wait)
+    for (;;) pause();                                         /* handlers run; EINTR: again */
   ursa__thread_foreach(dump_one, &count);
   fprintf(stderr, "ursa: deadlock: all %d user threads blocked, no timer pending\n", count.n);
   ursa__thread_foreach(dump_one, &print);

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -397,7 +398,7 @@ static void case_rwlock(void) {
   CHECK_EQ(pthread_rwlock_unlock(&rw), EPERM);
   CHECK_EQ(pthread_rwlock_wrlock(&rw), 0);
   CHECK_EQ(pthread_rwlock_wrlock(&rw), EDEADLK);
-  CHECK_EQ(pthread_rwlock_tryrdlock(&rw), EDEADLK);
+  CHECK_EQ(pthread_rwlock_tryrdlock(&rw), EBUSY);             /* POSIX: EBUSY, a writer holds it */
   for (int i = 0; i < 6; i++) t[i] = spawn(i % 2 ? writer : reader, NULL);
   for (int i = 0; i < 6; i++) sched_yield();
   CHECK_EQ(readers_in, 3);                     /* all blocked behind the write lock */
@@ -685,13 +686,139 @@ static void case_return_from_main(void) {
   sched_yield();
 }
 
+/* Scheduling attributes (stored and reported: ursa has no priorities).  POSIX, pthread_create
+ * and pthread_attr_setinheritsched: with PTHREAD_INHERIT_SCHED (the default) the new thread has
+ * its creator's policy and parameter, with PTHREAD_EXPLICIT_SCHED the attribute's; the thread
+ * reports them with pthread_getschedparam. */
+struct sched_seen { int policy, prio; };
+static void *report_sched(void *a) {
+  struct sched_seen *s = a;
+  struct sched_param p;
+  CHECK_EQ(pthread_getschedparam(pthread_self(), &s->policy, &p), 0);
+  s->prio = p.sched_priority;
+  return NULL;
+}
+static void case_sched(void) {
+  struct sched_param p = { 1 };
+  struct sched_seen s;
+  pthread_attr_t a, g;
+  pthread_t t;
+  int policy = -1;
+  CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_FIFO, &p), 0);
+  s.policy = -1;
+  join(spawn(report_sched, &s));                 /* default attribute: inherited */
+  CHECK_EQ(s.policy, SCHED_FIFO);
+  CHECK_EQ(s.prio, 1);
+  CHECK_EQ(pthread_attr_init(&a), 0);
+  CHECK_EQ(pthread_attr_setschedpolicy(&a, SCHED_RR), 0);
+  p.sched_priority = 2;
+  CHECK_EQ(pthread_attr_setschedparam(&a, &p), 0);
+  s.policy = -1;                                 /* inherit is still the attribute's default */
+  CHECK_EQ(pthread_create(&t, &a, report_sched, &s), 0);
+  join(t);
+  CHECK_EQ(s.policy, SCHED_FIFO);
+  CHECK_EQ(s.prio, 1);
+  CHECK_EQ(pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED), 0);
+  s.policy = -1;
+  CHECK_EQ(pthread_create(&t, &a, report_sched, &s), 0);
+  CHECK_EQ(pthread_getattr_np(t, &g), 0);        /* may run before or after the thread */
+  CHECK_EQ(pthread_attr_getschedpolicy(&g, &policy), 0);
+  CHECK_EQ(policy, SCHED_RR);
+  join(t);
+  CHECK_EQ(s.policy, SCHED_RR);
+  CHECK_EQ(s.prio, 2);
+  pthread_attr_destroy(&g);
+  pthread_attr_destroy(&a);
+  p.sched_priority = 0;
+  CHECK_EQ(pthread_setschedparam(pthread_self(), SCHED_OTHER, &p), 0);
+}
+
+/* POSIX: pthread_mutex_trylock fails with EBUSY when the mutex is locked, also by the caller
+ * (EDEADLK is pthread_mutex_lock's answer for an error-checking mutex the caller owns); a
+ * recursive mutex the caller owns is locked once more.  pthread_rwlock_tryrdlock and trywrlock
+ * fail with EBUSY when a writer holds the lock, the caller included. */
+static void case_trylock_owned(void) {
+  static const int kinds[] = { PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_ERRORCHECK,
+                               PTHREAD_MUTEX_DEFAULT };
+  pthread_mutexattr_t ma;
+  pthread_mutex_t m;
+  pthread_rwlock_t l;
+  for (unsigned i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    CHECK_EQ(pthread_mutexattr_init(&ma), 0);
+    CHECK_EQ(pthread_mutexattr_settype(&ma, kinds[i]), 0);
+    CHECK_EQ(pthread_mutex_init(&m, &ma), 0);
+    CHECK_EQ(pthread_mutex_lock(&m), 0);
+    CHECK_EQ(pthread_mutex_trylock(&m), EBUSY);
+    if (kinds[i] == PTHREAD_MUTEX_ERRORCHECK) CHECK_EQ(pthread_mutex_lock(&m), EDEADLK);
+    CHECK_EQ(pthread_mutex_unlock(&m), 0);
+    CHECK_EQ(pthread_mutex_destroy(&m), 0);
+    CHECK_EQ(pthread_mutexattr_destroy(&ma), 0);
+  }
+  CHECK_EQ(pthread_mutexattr_init(&ma), 0);
+  CHECK_EQ(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE), 0);
+  CHECK_EQ(pthread_mutex_init(&m, &ma), 0);
+  CHECK_EQ(pthread_mutex_lock(&m), 0);
+  CHECK_EQ(pthread_mutex_trylock(&m), 0);
+  CHECK_EQ(pthread_mutex_unlock(&m), 0);
+  CHECK_EQ(pthread_mutex_unlock(&m), 0);
+  CHECK_EQ(pthread_mutex_unlock(&m), EPERM);
+  CHECK_EQ(pthread_mutex_destroy(&m), 0);
+  CHECK_EQ(pthread_rwlock_init(&l, NULL), 0);
+  CHECK_EQ(pthread_rwlock_wrlock(&l), 0);
+  CHECK_EQ(pthread_rwlock_trywrlock(&l), EBUSY);
+  CHECK_EQ(pthread_rwlock_tryrdlock(&l), EBUSY);
+  CHECK_EQ(pthread_rwlock_unlock(&l), 0);
+  CHECK_EQ(pthread_rwlock_destroy(&l), 0);
+}
+
+/* POSIX, pthread_mutex_lock: relocking a NORMAL mutex deadlocks.  The process then waits, as a
+ * process of kernel threads does, for a signal here, whose handler ends it with status 0: it does
+ * not end at once with ursa's deadlock report (status 3). */
+static void exit0_on_alarm(int sig) { (void)sig; _exit(0); }
+static void case_deadlock_waits(void) {
+  pthread_mutexattr_t ma;
+  pthread_mutex_t m;
+  CHECK_EQ(pthread_mutexattr_init(&ma), 0);
+  CHECK_EQ(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_NORMAL), 0);
+  CHECK_EQ(pthread_mutex_init(&m, &ma), 0);
+  CHECK_EQ(pthread_mutex_lock(&m), 0);
+  CHECK(signal(SIGALRM, exit0_on_alarm) != SIG_ERR);
+  alarm(1);
+  pthread_mutex_lock(&m);
+  CHECK(0);
+}
+
+/* POSIX, pthread_once: an init routine that is a cancellation point and is cancelled leaves the
+ * once object as if pthread_once had not been called: the next call runs its routine. */
+static pthread_once_t once_c = PTHREAD_ONCE_INIT;
+static sem_t once_in;
+static int once_second;
+static void once_sleeps(void) { sem_post(&once_in); sleep(30); }
+static void once_marks(void) { once_second = 1; }
+static void *once_caller(void *a) { pthread_once(&once_c, once_sleeps); return a; }
+static void case_once_cancel(void) {
+  pthread_t t;
+  void *r = NULL;
+  CHECK_EQ(sem_init(&once_in, 0, 0), 0);
+  t = spawn(once_caller, NULL);
+  CHECK_EQ(sem_wait(&once_in), 0);               /* in the routine, asleep */
+  CHECK_EQ(pthread_cancel(t), 0);
+  CHECK_EQ(pthread_join(t, &r), 0);
+  CHECK(r == PTHREAD_CANCELED);
+  CHECK_EQ(pthread_once(&once_c, once_marks), 0);
+  CHECK_EQ(once_second, 1);
+  CHECK_EQ(pthread_once(&once_c, once_sleeps), 0);   /* done now: not run again */
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "threads", case_threads }, { "once", case_once }, { "keys", case_keys },
   { "mutex_static", case_mutex_static }, { "mutex_kinds", case_mutex_kinds },
   { "mutex_handoff", case_mutex_handoff }, { "mutex_deadlock", case_mutex_deadlock }, { "cond", case_cond },
   { "rwlock", case_rwlock }, { "barrier_spin", case_barrier_spin }, { "sem", case_sem },
   { "sleep", case_sleep }, { "cancel", case_cancel }, { "ring", case_ring },
-  { "return_from_main", case_return_from_main },
+  { "return_from_main", case_return_from_main }, { "sched", case_sched },
+  { "trylock_owned", case_trylock_owned }, { "deadlock_waits", case_deadlock_waits },
+  { "once_cancel", case_once_cancel },
 };
 
 int main(int argc, char **argv) {
