@@ -46,7 +46,8 @@ static int deadline_of(int clock, const struct timespec *abstime, uint64_t *dl) 
 /* Waits until fd has events (EPOLLIN / EPOLLOUT) or deadline: > 0 (try again), -ETIMEDOUT,
  * -EBADF (closed by ursa_close), another error.  Outside ursa: poll(2). */
 static int wait_fd(int fd, uint32_t events, uint64_t dl) {
-  if (in_ursa()) return ursa__io_fd_wait(fd, events, dl);
+  /* a descriptor beyond the table (above 2^21) waits in poll(2): it blocks its VP */
+  if (in_ursa() && ursa__io_fdent(fd) != NULL) return ursa__io_fd_wait(fd, events, dl);
   for (;;) {
     struct pollfd p = { fd, (short)((events & EPOLLIN ? POLLIN : 0) | (events & EPOLLOUT ? POLLOUT : 0)), 0 };
     int ms = -1, r;
@@ -352,7 +353,9 @@ int ursa_poll_timed(struct pollfd *fds, nfds_t n, int clock, const struct timesp
     if (r > 0) break;
     if (r < 0 && ursa__io_errno() == EINTR) continue;
     if (r < 0) return -ursa__io_errno();
-    if (!in_ursa()) {                              /* outside ursa: poll(2) with the timeout */
+    for (i = 0, k = 0; i < n; i++) k |= fds[i].fd >= 0 && ursa__io_fdent(fds[i].fd) == NULL;
+    if (!in_ursa() || k) {                         /* outside ursa (or a descriptor beyond the
+                                                      table): poll(2) with the timeout */
       uint64_t now;
       int ms = -1;
       if (dl) {
@@ -417,9 +420,8 @@ int ursa_fd_wait(int fd, short events) { return ursa_fd_wait_timed(fd, events, C
 /* ---- close, fsync, openat, offload --------------------------------------------------------------- */
 
 int ursa_close(int fd) {
-  struct fdent *fe = ursa__io_fdent(fd);
   if (fd < 0) return -EBADF;
-  if (in_ursa() && fe != NULL) ursa__io_fd_forget(fd);   /* its waiters get -EBADF */
+  if (in_ursa()) return ursa__io_fd_close(fd);        /* its waiters get -EBADF */
   /* close(2) is not restarted after EINTR: the descriptor is gone either way (Linux) */
   if (close(fd) != 0 && ursa__io_errno() != EINTR) return -ursa__io_errno();
   return 0;

@@ -478,16 +478,20 @@ int ursa__io_fd_wait(int fd, uint32_t events, uint64_t deadline) {
   return ursa__io_fd_wait_many(&fd, &events, 1, &node, deadline);
 }
 
-/* ursa_close's part: wakes every thread waiting on fd with -EBADF and forgets the registration
- * (the caller then closes fd).  Any kernel thread of a VP. */
-void ursa__io_fd_forget(int fd) {
+/* ursa_close: wakes every thread waiting on fd with -EBADF, forgets the registration and closes
+ * fd, all under fd's lock: a thread that registers a wait on fd does it before (and is woken
+ * here) or after (and finds fd closed: epoll_ctl says EBADF), never in between, where its
+ * registration would die with the file unseen.  close(2)'s result (0 or -errno; EINTR counts as
+ * closed, as on Linux).  Any ursa thread. */
+int ursa__io_fd_close(int fd) {
   struct fdent *fe = ursa__io_fdent(fd);
   bool smp = smp_now();
   struct iorec *wake = NULL;
   struct ionode *n, *nx;
   struct engine *decs[64];
   unsigned nd = 0, i;
-  if (fe == NULL) return;
+  int ret = 0;
+  if (fe == NULL) return close(fd) == 0 || ursa__io_errno() == EINTR ? 0 : -ursa__io_errno();
 again:
   ursa__lock_if(smp, &fe->lock);
   for (n = fe->waiters; n && nd < 64; n = nx) {
@@ -506,12 +510,14 @@ again:
     fe->registered = 0;
     fe->armed = 0;
     __atomic_store_n(&fe->mode, FD_UNKNOWN, __ATOMIC_RELAXED);
+    if (close(fd) != 0 && ursa__io_errno() != EINTR) ret = -ursa__io_errno();
   }
   ursa__unlock_if(smp, &fe->lock);
   unpark_list(wake, ursa__tls_vp);
   wake = NULL;
   for (i = 0; i < nd; i++) nwait_dec(decs[i]);
   if (n != NULL) { nd = 0; goto again; }
+  return ret;
 }
 
 /* A new file got number fd (ursa_accept, ursa_openat): events of the old one are stale. */

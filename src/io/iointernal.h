@@ -33,7 +33,7 @@ URSA_HIDDEN int  ursa__io_errno(void);
 URSA_HIDDEN int  ursa__io_fd_wait(int fd, uint32_t events, uint64_t deadline);
 URSA_HIDDEN int  ursa__io_fd_wait_many(const int *fds, const uint32_t *events, unsigned n,
                                        struct ionode_room *nodes, uint64_t deadline);
-URSA_HIDDEN void ursa__io_fd_forget(int fd);
+URSA_HIDDEN int  ursa__io_fd_close(int fd);
 URSA_HIDDEN void ursa__io_fd_new(int fd, uint8_t mode);
 URSA_HIDDEN int  ursa__io_offload(void *(*fn)(void *), void *arg, void **result);
 
