@@ -14,7 +14,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -590,8 +594,13 @@ static void *mc_acceptor(void *arg) {
 }
 
 TEST_IMPL(io_10000_connections) {
-  /* 1,000 under Valgrind, which runs the threads one instruction at a time */
+  /* 1,000 under Valgrind, which runs the threads one instruction at a time; 4,000 under
+   * ThreadSanitizer, which keeps at most 8,128 threads and fibers (each ursa thread is a fiber) */
+#if defined(__SANITIZE_THREAD__)
+  unsigned n = 4000, i;
+#else
   unsigned n = TEST_UNDER_VALGRIND ? 1000 : 10000, i;
+#endif
   char why[200];
   struct sockaddr_un a;
   socklen_t al;
@@ -847,6 +856,138 @@ TEST_IMPL(io_busy_vp_sees_io) {
   ASSERT_OK(ursa_join(r, NULL));
   ASSERT_OK(ursa_close(busy_pipe[0]));
   ASSERT_OK(ursa_close(busy_pipe[1]));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+/* ---- io_uring: the default where it works, epoll where it is refused ------------------------- */
+
+#ifndef TEST_HAVE_URING
+#  define TEST_HAVE_URING 0
+#endif
+
+/* Whether this process may use io_uring at all (the raw system call, not ursa). */
+static int uring_allowed(void) {
+  long fd;
+  unsigned char params[120];                           /* struct io_uring_params */
+  memset(params, 0, sizeof params);
+  fd = syscall(__NR_io_uring_setup, 4, params);
+  if (fd < 0) return 0;
+  close((int)fd);
+  return 1;
+}
+
+TEST_IMPL(io_engine_default_is_uring_where_it_works) {
+  char out[8192];
+  int st;
+  unsetenv("URSA_IO");
+  run_child(engine_child, &st, out, sizeof out);
+  ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  if (TEST_HAVE_URING && !TEST_UNDER_VALGRIND && uring_allowed()) {
+    ASSERT_STR_CONTAINS(out, "engine=io_uring");
+    ASSERT_STR_CONTAINS(out, "ursa: I/O engine: io_uring\n");
+  } else {
+    ASSERT_STR_CONTAINS(out, "engine=epoll");
+    ASSERT_STR_CONTAINS(out, "ursa: I/O engine: epoll (not io_uring: ");
+    if (strstr(out, "ursa: URSA_IO") != NULL) FAIL("the default fell back aloud:\n%s", out);
+  }
+  return 0;
+}
+
+/* A seccomp filter that makes io_uring_setup fail with ENOSYS, as a container's policy does. */
+static void refuse_uring(void) {
+  struct sock_filter f[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = { (unsigned short)(sizeof f / sizeof f[0]), f };
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) {
+    printf("seccomp refused\n");
+    exit(0);
+  }
+}
+static void refused_child(void) {
+  refuse_uring();
+  setenv("URSA_IO", "uring", 1);                       /* asked for: the fallback says so */
+  engine_child();
+}
+static void refused_default_child(void) {
+  refuse_uring();
+  unsetenv("URSA_IO");                                 /* the default: it falls back quietly */
+  engine_child();
+}
+
+TEST_IMPL(io_engine_uring_refused_falls_back) {
+  char out[8192];
+  int st;
+  if (TEST_UNDER_VALGRIND) {                           /* Valgrind runs epoll: it says why */
+    setenv("URSA_IO", "uring", 1);
+    run_child(engine_child, &st, out, sizeof out);
+    unsetenv("URSA_IO");
+    ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ASSERT_STR_CONTAINS(out, "engine=epoll");
+    ASSERT_STR_CONTAINS(out, TEST_HAVE_URING ? "under Valgrind" : "built without liburing");
+    return 0;
+  }
+  run_child(refused_child, &st, out, sizeof out);
+  ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  if (strstr(out, "seccomp refused")) FAIL("this kernel refused a seccomp filter: %s", out);
+  ASSERT_STR_CONTAINS(out, "engine=epoll");
+  if (TEST_HAVE_URING) {
+    ASSERT_STR_CONTAINS(out, "ursa: URSA_IO=uring: io_uring cannot be used (io_uring_setup: Function not implemented); using epoll\n");
+    ASSERT_STR_CONTAINS(out, "ursa: I/O engine: epoll (not io_uring: io_uring_setup: Function not implemented)");
+  } else {
+    ASSERT_STR_CONTAINS(out, "ursa: URSA_IO=uring: io_uring cannot be used (built without liburing); using epoll\n");
+  }
+  run_child(refused_default_child, &st, out, sizeof out);
+  ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  ASSERT_STR_CONTAINS(out, "engine=epoll");
+  if (strstr(out, "ursa: URSA_IO") != NULL) FAIL("the default fell back aloud:\n%s", out);
+  return 0;
+}
+
+/* ---- fork: the child of a one-VP runtime gets an engine of its own -------------------------- */
+
+static int fk_pipe[2];
+static void *fk_reader(void *arg) {
+  char c = 0;
+  (void)arg;
+  return (void *)(intptr_t)(ursa_read(fk_pipe[0], &c, 1) == 1 ? c : -1);
+}
+static void *fk_waitpid(void *arg) {                   /* offloaded: waitpid blocks its kernel thread */
+  int st;
+  pid_t p = (pid_t)(intptr_t)arg;
+  return (void *)(intptr_t)(waitpid(p, &st, 0) == p && WIFEXITED(st) ? WEXITSTATUS(st) : 99);
+}
+TEST_IMPL(io_fork_child_keeps_io) {
+  ursa_thread_t r;
+  pid_t pid;
+  void *res;
+  init_vps(1);
+  ASSERT_OK(pipe(fk_pipe));
+  r = spawn_on(fk_reader, NULL, -1);
+  ursa_yield();                                        /* it waits in the engine */
+  fflush(NULL);
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {                                      /* its copy of the reader waits here too */
+    int q[2];
+    char c = 0;
+    if (ursa_write(fk_pipe[1], "c", 1) != 1) _exit(1);
+    if (ursa_join(r, &res) != 0 || (intptr_t)res != 'c') _exit(2);
+    if (pipe(q) != 0 || ursa_write(q[1], "q", 1) != 1 || ursa_read(q[0], &c, 1) != 1 || c != 'q') _exit(3);
+    _exit(0);
+  }
+  /* the child consumed "c"; ours still waits: it gets "p" */
+  ASSERT_OK(ursa_offload(fk_waitpid, (void *)(intptr_t)pid, &res));
+  ASSERT_EQ((intptr_t)res, 0);
+  ASSERT_EQ(ursa_write(fk_pipe[1], "p", 1), 1);
+  ASSERT_OK(ursa_join(r, &res));
+  ASSERT_EQ((intptr_t)res, 'p');
+  ASSERT_OK(ursa_close(fk_pipe[0]));
+  ASSERT_OK(ursa_close(fk_pipe[1]));
   ASSERT_OK(ursa_fini());
   return 0;
 }

@@ -97,7 +97,6 @@ static int fd_prepare(int fd) {
 
 /* ---- regular files: RWF_NOWAIT first, then the offload pool ------------------------------------ */
 
-enum { OP_READV, OP_WRITEV, OP_FSYNC, OP_OPENAT };
 struct fileop {
   int                 op, fd, cnt, flags;
   const struct iovec *iov;
@@ -112,9 +111,9 @@ static void *fileop_run(void *arg) {
   ssize_t r;
   do {
     switch (o->op) {
-    case OP_READV:  r = o->off < 0 ? readv(o->fd, o->iov, o->cnt) : preadv(o->fd, o->iov, o->cnt, o->off); break;
-    case OP_WRITEV: r = o->off < 0 ? writev(o->fd, o->iov, o->cnt) : pwritev(o->fd, o->iov, o->cnt, o->off); break;
-    case OP_FSYNC:  r = fsync(o->fd); break;
+    case URSA__OP_READV:  r = o->off < 0 ? readv(o->fd, o->iov, o->cnt) : preadv(o->fd, o->iov, o->cnt, o->off); break;
+    case URSA__OP_WRITEV: r = o->off < 0 ? writev(o->fd, o->iov, o->cnt) : pwritev(o->fd, o->iov, o->cnt, o->off); break;
+    case URSA__OP_FSYNC:  r = fsync(o->fd); break;
     default:        r = openat(o->fd, o->path, o->flags, o->mode); break;
     }
   } while (r < 0 && errno == EINTR);
@@ -122,12 +121,16 @@ static void *fileop_run(void *arg) {
   return NULL;
 }
 
-/* Runs o where it may block: the pool for an ursa thread, here for anyone else. */
+/* Runs o where it may block: the VP's ring (io_uring), else the offload pool, for an ursa
+ * thread; here for anyone else. */
 static ssize_t fileop_do(struct fileop *o, uint64_t dl) {
   void *unused;
+  ssize_t r;
   int err;
   if (dl != 0 && ursa__now() >= dl) return -ETIMEDOUT;
   if (!in_ursa()) { fileop_run(o); return o->res; }
+  r = ursa__io_uring_op(o->op, o->fd, o->iov, o->cnt, o->off, o->path, o->flags, (unsigned)o->mode);
+  if (r != -ENOSYS) return r;
   if ((err = ursa__io_offload(fileop_run, o, &unused)) != 0) return err;
   return o->res;
 }
@@ -136,7 +139,7 @@ static ssize_t file_rw(int op, int fd, const struct iovec *iov, int cnt, off_t o
   struct fileop o;
   ssize_t r;
   if (in_ursa()) {                  /* the page cache may answer without blocking */
-    r = op == OP_READV ? preadv2(fd, iov, cnt, off, RWF_NOWAIT) : pwritev2(fd, iov, cnt, off, RWF_NOWAIT);
+    r = op == URSA__OP_READV ? preadv2(fd, iov, cnt, off, RWF_NOWAIT) : pwritev2(fd, iov, cnt, off, RWF_NOWAIT);
     if (r >= 0) return r;
   }
   memset(&o, 0, sizeof o);
@@ -192,7 +195,7 @@ static ssize_t rw(int op, int fd, const struct iovec *iov, int cnt, off_t off, i
   if (cnt < 0 || cnt > IOV_MAX) return -EINVAL;
   if ((m = fd_prepare(fd)) < 0) return m;
   if (m == FD_FILE) return file_rw(op, fd, iov, cnt, off, dl);
-  if (op == OP_READV) {
+  if (op == URSA__OP_READV) {
     IO_LOOP(fd, EPOLLIN, dl, off < 0 ? readv(fd, iov, cnt) : preadv(fd, iov, cnt, off))
   }
   return write_all(fd, iov, cnt, off, dl);
@@ -200,37 +203,37 @@ static ssize_t rw(int op, int fd, const struct iovec *iov, int cnt, off_t off, i
 
 ssize_t ursa_read_timed(int fd, void *buf, size_t n, int clock, const struct timespec *abstime) {
   struct iovec v = { buf, n };
-  return rw(OP_READV, fd, &v, 1, -1, clock, abstime);
+  return rw(URSA__OP_READV, fd, &v, 1, -1, clock, abstime);
 }
 ssize_t ursa_read(int fd, void *buf, size_t n) { return ursa_read_timed(fd, buf, n, CLOCK_MONOTONIC, NULL); }
 
 ssize_t ursa_write_timed(int fd, const void *buf, size_t n, int clock, const struct timespec *abstime) {
   struct iovec v = { (void *)(uintptr_t)buf, n };
-  return rw(OP_WRITEV, fd, &v, 1, -1, clock, abstime);
+  return rw(URSA__OP_WRITEV, fd, &v, 1, -1, clock, abstime);
 }
 ssize_t ursa_write(int fd, const void *buf, size_t n) { return ursa_write_timed(fd, buf, n, CLOCK_MONOTONIC, NULL); }
 
 ssize_t ursa_readv_timed(int fd, const struct iovec *iov, int cnt, int clock, const struct timespec *abstime) {
-  return rw(OP_READV, fd, iov, cnt, -1, clock, abstime);
+  return rw(URSA__OP_READV, fd, iov, cnt, -1, clock, abstime);
 }
 ssize_t ursa_readv(int fd, const struct iovec *iov, int cnt) { return ursa_readv_timed(fd, iov, cnt, CLOCK_MONOTONIC, NULL); }
 
 ssize_t ursa_writev_timed(int fd, const struct iovec *iov, int cnt, int clock, const struct timespec *abstime) {
-  return rw(OP_WRITEV, fd, iov, cnt, -1, clock, abstime);
+  return rw(URSA__OP_WRITEV, fd, iov, cnt, -1, clock, abstime);
 }
 ssize_t ursa_writev(int fd, const struct iovec *iov, int cnt) { return ursa_writev_timed(fd, iov, cnt, CLOCK_MONOTONIC, NULL); }
 
 ssize_t ursa_pread_timed(int fd, void *buf, size_t n, off_t off, int clock, const struct timespec *abstime) {
   struct iovec v = { buf, n };
   if (off < 0) return -EINVAL;
-  return rw(OP_READV, fd, &v, 1, off, clock, abstime);
+  return rw(URSA__OP_READV, fd, &v, 1, off, clock, abstime);
 }
 ssize_t ursa_pread(int fd, void *buf, size_t n, off_t off) { return ursa_pread_timed(fd, buf, n, off, CLOCK_MONOTONIC, NULL); }
 
 ssize_t ursa_pwrite_timed(int fd, const void *buf, size_t n, off_t off, int clock, const struct timespec *abstime) {
   struct iovec v = { (void *)(uintptr_t)buf, n };
   if (off < 0) return -EINVAL;
-  return rw(OP_WRITEV, fd, &v, 1, off, clock, abstime);
+  return rw(URSA__OP_WRITEV, fd, &v, 1, off, clock, abstime);
 }
 ssize_t ursa_pwrite(int fd, const void *buf, size_t n, off_t off) { return ursa_pwrite_timed(fd, buf, n, off, CLOCK_MONOTONIC, NULL); }
 
@@ -433,7 +436,7 @@ int ursa_fsync_timed(int fd, int clock, const struct timespec *abstime) {
   int err;
   if ((err = deadline_of(clock, abstime, &dl)) != 0) return err;
   memset(&o, 0, sizeof o);
-  o.op = OP_FSYNC;
+  o.op = URSA__OP_FSYNC;
   o.fd = fd;
   return (int)fileop_do(&o, dl);
 }
@@ -446,7 +449,7 @@ int ursa_openat_timed(int dirfd, const char *path, int flags, unsigned mode, int
   if ((err = deadline_of(clock, abstime, &dl)) != 0) return err;
   if (path == NULL) return -EINVAL;
   memset(&o, 0, sizeof o);
-  o.op = OP_OPENAT;
+  o.op = URSA__OP_OPENAT;
   o.fd = dirfd;
   o.path = path;
   o.flags = flags;

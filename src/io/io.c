@@ -75,6 +75,12 @@
 
 #include "iointernal.h"
 #include "../sched/sched_smp.h"
+#if URSA_HAVE_URING
+#include <liburing.h>
+#endif
+#if URSA_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
 
 /* ---- engines ---------------------------------------------------------------------------------- */
 
@@ -82,7 +88,14 @@ struct offreq;
 
 struct engine {
   struct ursa__vp *vp;
-  int              epfd, evfd;
+  int              epfd, evfd;      /* epoll: both; io_uring: the eventfd only                   */
+#if URSA_HAVE_URING
+  /* io_uring: the ring's submission side is guarded by sqlock (several VPs: a waiter on another
+   * VP arms a poll here); its completion side belongs to vp's kernel thread alone. */
+  struct io_uring  ring;
+  uint8_t          ring_ok;
+  ursa__spin_t     sqlock;
+#endif
   /* the poller (its thread is bound to vp): state and handle under plock (several VPs) */
   ursa__spin_t     plock;
   uint8_t          pstate;          /* P_NONE, P_CREATING, P_RUNNING, P_PARKED                  */
@@ -94,12 +107,21 @@ struct engine {
 };
 enum { P_NONE, P_CREATING, P_RUNNING, P_PARKED };
 
+#define GEN_MASK       (io_kind == URSA__IO_URING ? 0x7fffffu : UINT32_MAX)   /* the bits events carry */
 #define EV_TAG_EVENTFD UINT64_MAX     /* epoll data of the eventfd; an fd's is gen << 32 | fd */
+/* io_uring's user_data: a file operation's is a pointer to its struct uop (bit 63 clear); a
+ * poll's has bit 63 set, the fd's generation (low 23 bits) in 62..40, the poll's events in 39..24
+ * and fd in 23..0; the eventfd's and a cancel's are the two tags below. */
+#define UR_POLL         (1ull << 63)
+#define UR_TAG_EVENTFD  (UR_POLL | 0xffffffull)
+#define UR_TAG_CANCEL   (UR_POLL | 0xfffffeull)
+#define UR_DATA(gen, ev, fd) (UR_POLL | ((uint64_t)((gen) & 0x7fffffu) << 40) | ((uint64_t)((ev) & 0xffffu) << 24) | (uint64_t)(uint32_t)(fd))
 
 static struct engine *engines;        /* [nvps], made by ursa__io_init, freed by ursa__io_fini   */
 static unsigned       nengines;
 static int            io_kind;        /* URSA__IO_*                                               */
 static bool           have_pwait2 = true;   /* epoll_pwait2 known to the kernel (else ms timeouts) */
+static char           io_why[160];    /* why io_uring does not run, when it does not (stats)     */
 
 static inline struct engine *engine_of(const struct ursa__vp *vp) { return (struct engine *)vp->io; }
 static inline bool smp_now(void) { return ursa__g.nvps > 1; }
@@ -153,6 +175,7 @@ struct ionode {
 };
 
 static void poller_nudge(struct engine *e);
+static void poller_ensure(struct engine *e);
 
 /* One node less on e's VP.  seq_cst like the increment. */
 static void nwait_dec(struct engine *e) {
@@ -179,17 +202,48 @@ static bool rec_claim(struct iorec *r, int res, bool smp, bool *unpark) {
   return ok;
 }
 
-/* Arms events on fe in its home engine (fe->lock held).  0, or -EPERM when fd cannot be waited
- * for (a regular file: always ready), or another error of epoll_ctl. */
+#if URSA_HAVE_URING
+/* A free submission entry of e's ring, e->sqlock held (several VPs); submits to make room. */
+static struct io_uring_sqe *ur_sqe(struct engine *e) {
+  struct io_uring_sqe *sqe;
+  while ((sqe = io_uring_get_sqe(&e->ring)) == NULL) io_uring_submit(&e->ring);
+  return sqe;
+}
+#endif
+
+/* Arms events on fe in its home engine (fe->lock held): afterwards fe->armed covers events.
+ * epoll: the registration (EPOLLONESHOT) is made or changed to events; io_uring: a one-shot poll
+ * for the events not armed yet is queued (submitted at once when the home engine is another
+ * VP's, else with the VP's next look at its ring).  0, or -EPERM when fd cannot be waited for
+ * (a regular file: always ready), or another error. */
 static int arm(struct fdent *fe, int fd, uint32_t events) {
   struct epoll_event ev;
   int r;
+#if URSA_HAVE_URING
+  if (io_kind == URSA__IO_URING) {
+    struct engine *h = fe->home;
+    struct io_uring_sqe *sqe;
+    uint32_t add = events & ~fe->armed;
+    bool smp = smp_now();
+    unsigned mask = (add & EPOLLIN ? POLLIN | POLLRDHUP : 0) | (add & EPOLLOUT ? POLLOUT : 0) | (add & EPOLLPRI ? POLLPRI : 0);
+    if (add == 0) return 0;
+    ursa__lock_if(smp, &h->sqlock);
+    sqe = ur_sqe(h);
+    io_uring_prep_poll_add(sqe, fd, mask);
+    io_uring_sqe_set_data64(sqe, UR_DATA(fe->gen, add, fd));
+    if (h->vp != ursa__tls_vp) io_uring_submit(&h->ring);   /* h's VP may be waiting in its ring */
+    ursa__unlock_if(smp, &h->sqlock);
+    fe->registered = 1;
+    fe->armed |= add;
+    return 0;
+  }
+#endif
   memset(&ev, 0, sizeof ev);
   ev.events = events | EPOLLONESHOT | EPOLLRDHUP;
   ev.data.u64 = (uint64_t)fe->gen << 32 | (uint32_t)fd;
   if (fe->registered) {
     r = epoll_ctl(fe->home->epfd, EPOLL_CTL_MOD, fd, &ev);
-    if (r == 0) return 0;
+    if (r == 0) { fe->armed = events; return 0; }
     if (ursa__io_errno() != ENOENT) return -ursa__io_errno();
     /* closed behind our back (close(2), not ursa_close) and the number reused: register anew */
   }
@@ -197,6 +251,7 @@ static int arm(struct fdent *fe, int fd, uint32_t events) {
   if (r != 0 && ursa__io_errno() == EEXIST) r = epoll_ctl(fe->home->epfd, EPOLL_CTL_MOD, fd, &ev);
   if (r != 0) return -ursa__io_errno();
   fe->registered = 1;
+  fe->armed = events;
   return 0;
 }
 
@@ -212,7 +267,7 @@ static void unpark_list(struct iorec *w, struct ursa__vp *vp) {
 
 /* An event of fd (generation gen) came to engine e: wake the nodes it satisfies, re-arm the rest.
  * On e's VP's kernel thread. */
-static void dispatch(struct engine *e, int fd, uint32_t gen, uint32_t revents) {
+static void dispatch(struct engine *e, int fd, uint32_t gen, uint32_t fired, uint32_t revents) {
   struct fdent *fe = ursa__io_fdent(fd);
   bool smp = smp_now();
   struct iorec *wake = NULL;
@@ -220,8 +275,8 @@ static void dispatch(struct engine *e, int fd, uint32_t gen, uint32_t revents) {
   uint32_t rest = 0, dec = 0;
   if (fe == NULL) return;
   ursa__lock_if(smp, &fe->lock);
-  if (fe->gen != gen || fe->home != e) { ursa__unlock_if(smp, &fe->lock); return; }   /* an older file */
-  fe->armed = 0;                                          /* one-shot: it fired */
+  if ((fe->gen & GEN_MASK) != gen || fe->home != e) { ursa__unlock_if(smp, &fe->lock); return; }   /* an older file */
+  fe->armed &= ~fired;                                    /* one-shot: it fired */
   for (n = fe->waiters; n; n = nx) {
     bool unpark;
     nx = n->next;
@@ -233,7 +288,7 @@ static void dispatch(struct engine *e, int fd, uint32_t gen, uint32_t revents) {
       rest |= n->events;
     }
   }
-  if (rest && arm(fe, fd, rest) == 0) fe->armed = rest;
+  if (rest & ~fe->armed) (void)arm(fe, fd, fe->armed | rest);   /* an error: the waiters' retry sees it */
   ursa__unlock_if(smp, &fe->lock);
   unpark_list(wake, e->vp);
   while (dec--) nwait_dec(e);
@@ -270,11 +325,124 @@ static void drain_done(struct engine *e) {
 
 #define EV_BATCH 64
 
+#if URSA_HAVE_URING
+/* A file operation on the ring (ursa__io_uring_op): its thread waits for the completion. */
+struct uop {
+  ursa_thread_t th;
+  int           res;
+};
+
+static void ur_arm_eventfd(struct engine *e) {     /* e->sqlock held (several VPs) */
+  struct io_uring_sqe *sqe = ur_sqe(e);
+  io_uring_prep_poll_multishot(sqe, e->evfd, POLLIN);
+  io_uring_sqe_set_data64(sqe, UR_TAG_EVENTFD);
+}
+
+/* engine_poll for io_uring: submits what is queued, waits (unless deadline says not to) and
+ * handles every completion. */
+static void ur_poll(struct engine *e, uint64_t deadline) {
+  bool smp = smp_now();
+  struct { uint64_t data; int32_t res; uint32_t flags; } got[EV_BATCH];
+  unsigned n, i, head;
+  struct io_uring_cqe *cqe;
+  ursa__lock_if(smp, &e->sqlock);
+  if (io_uring_sq_ready(&e->ring)) io_uring_submit(&e->ring);
+  ursa__unlock_if(smp, &e->sqlock);
+  if (deadline != UINT64_MAX && io_uring_cq_ready(&e->ring) == 0) {
+    /* wait for one completion without touching the submission side (other VPs may be there) */
+    struct __kernel_timespec kts;
+    struct io_uring_getevents_arg arg;
+    memset(&arg, 0, sizeof arg);
+    arg.sigmask_sz = _NSIG / 8;
+    if (deadline != 0) {
+      uint64_t now = ursa__now(), d = deadline > now ? deadline - now : 0;
+      kts.tv_sec = (int64_t)(d / 1000000000u);
+      kts.tv_nsec = (long long)(d % 1000000000u);
+      arg.ts = (uint64_t)(uintptr_t)&kts;
+    }
+    (void)syscall(__NR_io_uring_enter, e->ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
+                  &arg, sizeof arg);                  /* EINTR, ETIME: look at what came */
+  }
+  do {
+    n = 0;
+    io_uring_for_each_cqe(&e->ring, head, cqe) {
+      got[n].data = io_uring_cqe_get_data64(cqe);
+      got[n].res = cqe->res;
+      got[n].flags = cqe->flags;
+      if (++n == EV_BATCH) break;
+    }
+    io_uring_cq_advance(&e->ring, n);
+    for (i = 0; i < n; i++) {
+      uint64_t d = got[i].data;
+      if (d == UR_TAG_EVENTFD) {
+        drain_done(e);
+        if (!(got[i].flags & IORING_CQE_F_MORE)) {     /* the multishot poll ended: again */
+          ursa__lock_if(smp, &e->sqlock);
+          ur_arm_eventfd(e);
+          ursa__unlock_if(smp, &e->sqlock);
+        }
+      } else if (d == UR_TAG_CANCEL) {
+        /* a cancel by ursa_close: nothing to do */
+      } else if (d & UR_POLL) {
+        uint32_t rev = got[i].res >= 0 ? (uint32_t)got[i].res : (uint32_t)EPOLLERR;
+        dispatch(e, (int)(d & 0xffffffu), (uint32_t)((d >> 40) & 0x7fffffu), (uint32_t)((d >> 24) & 0xffffu), rev);
+      } else {
+        struct uop *u = (struct uop *)(uintptr_t)d;    /* its thread is parked: see uring_op */
+        ursa_thread_t th = u->th;
+        u->res = got[i].res;
+        ursa__unpark(th, 0);
+        nwait_dec(e);
+      }
+    }
+  } while (n == EV_BATCH);
+}
+
+/* Runs one file operation on the calling thread's VP's ring and waits for it: its result (>= 0 or
+ * -errno), or -ENOSYS when the engine is not io_uring (the caller offloads it then). */
+ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_t off, const char *path, int flags,
+                          unsigned mode) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  struct engine *e = engine_of(vp);
+  struct io_uring_sqe *sqe;
+  struct uop u;
+  bool smp = smp_now();
+  if (io_kind != URSA__IO_URING) return -ENOSYS;
+  u.th = ursa_self();
+  u.res = -EIO;
+  ursa__lock_if(smp, &e->sqlock);
+  sqe = ur_sqe(e);
+  switch (op) {
+  case URSA__OP_READV:  io_uring_prep_readv(sqe, fd, iov, (unsigned)cnt, (uint64_t)off); break;
+  case URSA__OP_WRITEV: io_uring_prep_writev(sqe, fd, iov, (unsigned)cnt, (uint64_t)off); break;
+  case URSA__OP_FSYNC:  io_uring_prep_fsync(sqe, fd, 0); break;
+  default:              io_uring_prep_openat(sqe, fd, path, flags, (mode_t)mode); break;
+  }
+  io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&u);
+  ursa__unlock_if(smp, &e->sqlock);
+  /* Submitted with the VP's next look at its ring; only this VP's kernel thread reaps it, and it
+   * cannot while this thread still runs here: the park needs no lock. */
+  __atomic_add_fetch(&vp->io_nwait, 1u, __ATOMIC_SEQ_CST);
+  poller_ensure(e);
+  ursa__park(URSA__W_IO_FD, e, NULL, 0);
+  return u.res;
+}
+#else
+ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_t off, const char *path, int flags,
+                          unsigned mode) {
+  URSA_UNUSED(op); URSA_UNUSED(fd); URSA_UNUSED(iov); URSA_UNUSED(cnt); URSA_UNUSED(off);
+  URSA_UNUSED(path); URSA_UNUSED(flags); URSA_UNUSED(mode);
+  return -ENOSYS;
+}
+#endif
+
 /* Waits in e until an event, a kick or deadline (0: none; UINT64_MAX: do not block), then
  * dispatches what came.  On e's VP's kernel thread. */
 static void engine_poll(struct engine *e, uint64_t deadline) {
   struct epoll_event evs[EV_BATCH];
   int n, i;
+#if URSA_HAVE_URING
+  if (io_kind == URSA__IO_URING) { ur_poll(e, deadline); return; }
+#endif
   for (;;) {
     if (deadline == UINT64_MAX) {
       n = epoll_wait(e->epfd, evs, EV_BATCH, 0);
@@ -295,7 +463,7 @@ static void engine_poll(struct engine *e, uint64_t deadline) {
   }
   for (i = 0; i < n; i++) {
     if (evs[i].data.u64 == EV_TAG_EVENTFD) drain_done(e);
-    else dispatch(e, (int)(uint32_t)evs[i].data.u64, (uint32_t)(evs[i].data.u64 >> 32), evs[i].events);
+    else dispatch(e, (int)(uint32_t)evs[i].data.u64, (uint32_t)(evs[i].data.u64 >> 32), UINT32_MAX, evs[i].events);
   }
 }
 
@@ -395,10 +563,7 @@ static int node_add(struct ionode *n, struct iorec *r, int fd, uint32_t events, 
   n->events = events;
   ursa__lock_if(smp, &fe->lock);
   if (fe->home == NULL) { fe->home = mine; fe->registered = 0; fe->armed = 0; }
-  if ((events & ~fe->armed) != 0) {
-    err = arm(fe, fd, fe->armed | events);
-    if (err == 0) fe->armed |= events;
-  }
+  if ((events & ~fe->armed) != 0) err = arm(fe, fd, fe->armed | events);
   if (err == 0) {
     n->home = fe->home;
     n->next = fe->waiters;
@@ -504,7 +669,21 @@ again:
     }
   }
   if (n == NULL) {                            /* all seen: forget the file */
-    if (fe->registered && fe->home) (void)epoll_ctl(fe->home->epfd, EPOLL_CTL_DEL, fd, NULL);
+    if (fe->registered && fe->home) {
+#if URSA_HAVE_URING
+      if (io_kind == URSA__IO_URING) {               /* its polls hold the file: cancel them */
+        struct engine *h = fe->home;
+        struct io_uring_sqe *sqe;
+        ursa__lock_if(smp, &h->sqlock);
+        sqe = ur_sqe(h);
+        io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+        io_uring_sqe_set_data64(sqe, UR_TAG_CANCEL);
+        io_uring_submit(&h->ring);
+        ursa__unlock_if(smp, &h->sqlock);
+      } else
+#endif
+      (void)epoll_ctl(fe->home->epfd, EPOLL_CTL_DEL, fd, NULL);
+    }
     fe->gen++;
     fe->home = NULL;
     fe->registered = 0;
@@ -627,14 +806,39 @@ static const struct ursa__waitkind
   k_offload = { "ursa_offload of argument", NULL, 0 },
   k_poller  = { "the I/O poller, idle, of engine", NULL, 0 };
 
-static int engine_make(struct engine *e, struct ursa__vp *vp) {
+/* A ring for e (io_uring): 0, or -errno of its setup (ENOSYS: no io_uring; EPERM: refused by
+ * kernel.io_uring_disabled, a seccomp filter or a container's policy). */
+static int ur_make(struct engine *e) {
+#if URSA_HAVE_URING
+  int r = io_uring_queue_init(256, &e->ring, 0);
+  if (r < 0) return r;
+  if (!(e->ring.features & IORING_FEAT_EXT_ARG)) {     /* the wait with a timeout: Linux 5.11 */
+    io_uring_queue_exit(&e->ring);
+    return -ENOTSUP;
+  }
+  e->ring_ok = 1;
+  ur_arm_eventfd(e);
+  io_uring_submit(&e->ring);
+  return 0;
+#else
+  URSA_UNUSED(e);
+  return -ENOSYS;
+#endif
+}
+
+static int engine_make(struct engine *e, struct ursa__vp *vp, int kind) {
   struct epoll_event ev;
   memset(e, 0, sizeof *e);
   e->vp = vp;
   e->epfd = e->evfd = -1;
   pthread_mutex_init(&e->dlock, NULL);
-  if ((e->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) return -errno;
   if ((e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) return -errno;
+  if (kind == URSA__IO_URING) {
+    int r = ur_make(e);
+    if (r == 0) vp->io = e;
+    return r;
+  }
+  if ((e->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) return -errno;
   memset(&ev, 0, sizeof ev);
   ev.events = EPOLLIN;
   ev.data.u64 = EV_TAG_EVENTFD;
@@ -645,30 +849,69 @@ static int engine_make(struct engine *e, struct ursa__vp *vp) {
 
 static void engine_free(struct engine *e) {
   if (e->vp) e->vp->io = NULL;
+#if URSA_HAVE_URING
+  if (e->ring_ok) io_uring_queue_exit(&e->ring);
+  e->ring_ok = 0;
+#endif
   if (e->epfd >= 0) close(e->epfd);
   if (e->evfd >= 0) close(e->evfd);
   pthread_mutex_destroy(&e->dlock);
 }
 
-int ursa__io_init(int want, unsigned offload_threads) {
-  unsigned i, n = ursa__g.nvps ? ursa__g.nvps : 1;
+/* Makes the n engines of kind: 0, or the error (none left made). */
+static int engines_make(unsigned n, int kind) {
+  unsigned i;
   int err = 0;
-  URSA_UNUSED(want);
-  engines = calloc(n, sizeof *engines);
-  pool.threads = calloc(offload_threads ? offload_threads : 1, sizeof *pool.threads);
-  if (engines == NULL || pool.threads == NULL) { free(engines); free(pool.threads); engines = NULL; pool.threads = NULL; return -ENOMEM; }
+  nengines = 0;
   for (i = 0; i < n && err == 0; i++) {
     struct ursa__vp *vp = n > 1 ? ursa__g.vps[i] : &ursa__g.vp0;
-    err = engine_make(&engines[i], vp);
+    err = engine_make(&engines[i], vp, kind);
     nengines = i + 1;
   }
   if (err != 0) {
     for (i = 0; i < nengines; i++) engine_free(&engines[i]);
-    free(engines); free(pool.threads);
-    engines = NULL; pool.threads = NULL; nengines = 0;
-    return err;
+    nengines = 0;
   }
-  io_kind = URSA__IO_EPOLL;
+  return err;
+}
+
+int ursa__io_init(int want, unsigned offload_threads) {
+  static int said;                         /* the fallback's message: once per process */
+  unsigned n = ursa__g.nvps ? ursa__g.nvps : 1;
+  int err = -ENOSYS;
+  engines = calloc(n, sizeof *engines);
+  pool.threads = calloc(offload_threads ? offload_threads : 1, sizeof *pool.threads);
+  if (engines == NULL || pool.threads == NULL) { free(engines); free(pool.threads); engines = NULL; pool.threads = NULL; return -ENOMEM; }
+  io_why[0] = '\0';
+  io_kind = URSA__IO_URING;                /* arm() and ur_make read it */
+  /* io_uring by default where it works; epoll when asked, or when io_uring is missing or refused */
+  if (want == URSA__IO_EPOLL) {
+    snprintf(io_why, sizeof io_why, "URSA_IO=epoll");
+  } else {
+#if !URSA_HAVE_URING
+    snprintf(io_why, sizeof io_why, "built without liburing");
+#else
+#  if URSA_VALGRIND
+    if (RUNNING_ON_VALGRIND) snprintf(io_why, sizeof io_why, "under Valgrind, which does not follow the rings");
+    else
+#  endif
+    if ((err = engines_make(n, URSA__IO_URING)) != 0)
+      snprintf(io_why, sizeof io_why, "io_uring_setup: %s", strerror(-err));
+#endif
+    if (err != 0 && want == URSA__IO_URING && !said) {
+      said = 1;
+      fprintf(stderr, "ursa: URSA_IO=uring: io_uring cannot be used (%s); using epoll\n", io_why);
+    }
+  }
+  if (err != 0) {
+    io_kind = URSA__IO_EPOLL;
+    if ((err = engines_make(n, URSA__IO_EPOLL)) != 0) {
+      free(engines); free(pool.threads);
+      engines = NULL; pool.threads = NULL;
+      io_kind = URSA__IO_NONE;
+      return err;
+    }
+  }
   pool.max = offload_threads ? offload_threads : 1;
   pool.started = pool.idle = 0;
   pool.stop = 0;
@@ -743,5 +986,55 @@ const char *ursa__io_name(void) {
   case URSA__IO_EPOLL: return "epoll";
   case URSA__IO_URING: return "io_uring";
   default:             return "none";
+  }
+}
+
+const char *ursa__io_why(void) { return io_why; }
+
+/* The child of a fork that keeps the runtime (one VP, forked by the VP itself): the engine is
+ * shared with the parent (the same epoll instance, the same ring) and the pool's threads stayed
+ * there.  The child gets an engine of its own, its descriptors' waits are armed in it again, and
+ * the pool starts threads afresh at its next request (a request the parent's pool had taken is
+ * lost: its thread waits for ever).  Runs in the atfork child handler, on the only kernel thread. */
+void ursa__io_atfork_child(void) {
+  unsigned i, c, k;
+  pthread_mutex_init(&pool.lock, NULL);
+  pthread_cond_init(&pool.cond, NULL);
+  pool.started = pool.idle = 0;
+  for (i = 0; i < nengines; i++) {
+    struct engine *e = &engines[i], keep = *e;
+    struct epoll_event ev;
+    uint64_t one = 1;
+    if (e->epfd >= 0) close(e->epfd);
+    if (e->evfd >= 0) close(e->evfd);
+#if URSA_HAVE_URING
+    if (e->ring_ok) io_uring_queue_exit(&e->ring);
+#endif
+    if (engine_make(e, e->vp, io_kind) != 0) URSA_PANIC("fork: the child's I/O engine cannot be made");
+    e->pstate = keep.pstate;                       /* the poller's thread was copied too */
+    e->stop = keep.stop;
+    e->poller = keep.poller;
+    e->done = keep.done;
+    if (e->done) (void)!write(e->evfd, &one, sizeof one);
+    URSA_UNUSED(ev);
+  }
+  for (c = 0; c < FD_CHUNKS; c++) {
+    struct fdent *ch = fd_chunks[c];
+    if (ch == NULL) continue;
+    for (k = 0; k < (1u << FD_CHUNK_BITS); k++) {
+      struct fdent *fe = &ch[k];
+      struct ionode *n;
+      uint32_t want = 0;
+      fe->lock = 0;
+      fe->gen++;
+      fe->registered = 0;
+      fe->armed = 0;
+      fe->home = NULL;
+      for (n = fe->waiters; n; n = n->next) { want |= n->events; n->home = &engines[0]; }
+      if (want) {
+        fe->home = &engines[0];
+        (void)arm(fe, (int)((c << FD_CHUNK_BITS) | k), want);
+      }
+    }
   }
 }

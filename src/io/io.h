@@ -23,5 +23,9 @@ URSA_HIDDEN size_t ursa__io_pollers_live(void);
 URSA_HIDDEN void ursa__io_fini(void);
 /* "epoll", "io_uring" or "none" (before ursa_init): ursa_stats_print and ursa_io_engine. */
 URSA_HIDDEN const char *ursa__io_name(void);
+/* The child of a fork that keeps the runtime (runtime.c's atfork handler). */
+URSA_HIDDEN void ursa__io_atfork_child(void);
+/* Why the engine is not io_uring ("URSA_IO=epoll", "io_uring_setup: ..."), "" when it is. */
+URSA_HIDDEN const char *ursa__io_why(void);
 
 #endif /* URSA_IO_H */

@@ -7,6 +7,9 @@
 
 #include "io.h"
 
+#include <sys/uio.h>
+#include <sys/types.h>
+
 /* What a descriptor is, as far as the calls care (fdent.mode; relaxed atomics: a stale value only
  * costs a system call). */
 enum { FD_UNKNOWN = 0,      /* not looked at since it was opened, or since ursa_close          */
@@ -36,5 +39,9 @@ URSA_HIDDEN int  ursa__io_fd_wait_many(const int *fds, const uint32_t *events, u
 URSA_HIDDEN int  ursa__io_fd_close(int fd);
 URSA_HIDDEN void ursa__io_fd_new(int fd, uint8_t mode);
 URSA_HIDDEN int  ursa__io_offload(void *(*fn)(void *), void *arg, void **result);
+/* A file operation on the VP's ring (io_uring engine), or -ENOSYS under epoll. */
+enum { URSA__OP_READV, URSA__OP_WRITEV, URSA__OP_FSYNC, URSA__OP_OPENAT };
+URSA_HIDDEN ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_t off, const char *path,
+                                      int flags, unsigned mode);
 
 #endif /* URSA_IO_INTERNAL_H */

@@ -79,6 +79,7 @@ static void atfork_child(void) {
   ursa__trace_atfork_child();
   if (ursa__g.nvps == 1 && vp == &ursa__g.vp0) {      /* the VP itself forked: it goes on */
     ursa__model_atfork_child(vp);
+    ursa__io_atfork_child();                           /* an engine of its own */
     return;
   }
   __atomic_store_n(&ursa__g.forked, 1, __ATOMIC_RELAXED);
@@ -332,7 +333,8 @@ int ursa_stats_print(FILE *f) {
   }
   ursa_stats(&s);
   print_row(f, "total", &s);
-  fprintf(f, "ursa: I/O engine: %s\n", ursa__io_name());
+  if (*ursa__io_why()) fprintf(f, "ursa: I/O engine: %s (not io_uring: %s)\n", ursa__io_name(), ursa__io_why());
+  else fprintf(f, "ursa: I/O engine: %s\n", ursa__io_name());
   return 0;
 }
 
