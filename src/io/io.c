@@ -120,7 +120,8 @@ enum { P_NONE, P_CREATING, P_RUNNING, P_PARKED };
 static struct engine *engines;        /* [nvps], made by ursa__io_init, freed by ursa__io_fini   */
 static unsigned       nengines;
 static int            io_kind;        /* URSA__IO_*                                               */
-static bool           have_pwait2 = true;   /* epoll_pwait2 known to the kernel (else ms timeouts) */
+static bool           have_pwait2 = true;   /* epoll_pwait2 known to the kernel (else ms timeouts);
+                                               relaxed atomics: any VP may find out */
 static char           io_why[160];    /* why io_uring does not run, when it does not (stats)     */
 
 static inline struct engine *engine_of(const struct ursa__vp *vp) { return (struct engine *)vp->io; }
@@ -450,10 +451,10 @@ static void engine_poll(struct engine *e, uint64_t deadline) {
       n = epoll_wait(e->epfd, evs, EV_BATCH, -1);
     } else {
       uint64_t now = ursa__now(), d = deadline > now ? deadline - now : 0;
-      if (have_pwait2) {
+      if (__atomic_load_n(&have_pwait2, __ATOMIC_RELAXED)) {
         struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
         n = (int)syscall(SYS_epoll_pwait2, e->epfd, evs, EV_BATCH, &ts, NULL, 0);
-        if (n < 0 && ursa__io_errno() == ENOSYS) { have_pwait2 = false; continue; }
+        if (n < 0 && ursa__io_errno() == ENOSYS) { __atomic_store_n(&have_pwait2, false, __ATOMIC_RELAXED); continue; }
       } else {
         n = epoll_wait(e->epfd, evs, EV_BATCH, (int)((d + 999999u) / 1000000u));   /* rounded up */
       }
@@ -613,11 +614,13 @@ int ursa__io_fd_wait_many(const int *fds, const uint32_t *events, unsigned n, st
     if (k < 0) { err = k; break; }
     if (k == 0) { err = (int)events[i]; break; }         /* ready: no wait */
     added++;
-  }
-  if (kick) {
-    /* fd homed on another VP, which may sleep on its futex: it must wait in its engine now */
-    poller_ensure(kick);
-    ursa__vp_kick(kick->vp);
+    if (kick) {
+      /* fd is homed on another VP, which may sleep on its futex: it must wait in its engine now
+       * (the kick pairs with its seq_cst look at io_nwait after publishing its sleep, vp.c) */
+      poller_ensure(kick);
+      ursa__vp_kick(kick->vp);
+      kick = NULL;
+    }
   }
   if (err == 0) {
     poller_ensure(mine);
