@@ -97,6 +97,8 @@ static int fd_prepare(int fd) {
 
 /* ---- regular files: RWF_NOWAIT first, then the offload pool ------------------------------------ */
 
+#define WRITE_IOV_STACK 8                  /* iovecs copied on the stack when a write goes on */
+
 struct fileop {
   int                 op, fd, cnt, flags;
   const struct iovec *iov;
@@ -137,18 +139,37 @@ static ssize_t fileop_do(struct fileop *o, uint64_t dl) {
 
 static ssize_t file_rw(int op, int fd, const struct iovec *iov, int cnt, off_t off, uint64_t dl) {
   struct fileop o;
-  ssize_t r;
+  struct iovec vs[WRITE_IOV_STACK], *v = NULL;
+  ssize_t r, done = 0;
+  int c = cnt;
   if (in_ursa()) {                  /* the page cache may answer without blocking */
     r = op == URSA__OP_READV ? preadv2(fd, iov, cnt, off, RWF_NOWAIT) : pwritev2(fd, iov, cnt, off, RWF_NOWAIT);
-    if (r >= 0) return r;
+    if (r >= 0 && op == URSA__OP_READV) return r;      /* a read may be short */
+    if (r > 0) {                    /* a write is whole, as write(2) to a file: the rest below */
+      size_t total = 0, skip = (size_t)r;
+      int i;
+      for (i = 0; i < cnt; i++) total += iov[i].iov_len;
+      if ((size_t)r >= total) return r;
+      v = cnt <= WRITE_IOV_STACK ? vs : malloc((size_t)cnt * sizeof *v);
+      if (v == NULL) return r;
+      memcpy(v, iov, (size_t)cnt * sizeof *v);
+      iov = v;
+      while (skip >= v->iov_len) { skip -= v->iov_len; v++; c--; }
+      v->iov_base = (char *)v->iov_base + skip;
+      v->iov_len -= skip;
+      done = r;
+      if (off >= 0) off += r;
+    }
   }
   memset(&o, 0, sizeof o);
   o.op = op;
   o.fd = fd;
-  o.iov = iov;
-  o.cnt = cnt;
+  o.iov = v ? v : iov;
+  o.cnt = c;
   o.off = off;
-  return fileop_do(&o, dl);
+  r = fileop_do(&o, dl);
+  if (done && iov != NULL && iov != vs && cnt > WRITE_IOV_STACK) free((void *)iov);
+  return done ? (r < 0 ? done : done + r) : r;
 }
 
 /* ---- read, write and their vector and positioned forms ----------------------------------------- */
@@ -156,7 +177,6 @@ static ssize_t file_rw(int op, int fd, const struct iovec *iov, int cnt, off_t o
 /* A write to a pollable descriptor, as a blocking write(2) does it: everything is written
  * (waiting whenever the buffer is full), unless an error or the deadline comes first, when the
  * bytes already written are returned (the error if there are none). */
-#define WRITE_IOV_STACK 8
 static ssize_t write_all(int fd, const struct iovec *iov, int cnt, off_t off, uint64_t dl) {
   struct iovec vs[WRITE_IOV_STACK], *v = NULL, *vbase = NULL;
   size_t total = 0, done = 0;

@@ -819,6 +819,20 @@ static int ur_make(struct engine *e) {
     io_uring_queue_exit(&e->ring);
     return -ENOTSUP;
   }
+  {
+    /* ursa_close cancels an fd's polls with IORING_ASYNC_CANCEL_FD (Linux 5.19): a kernel that
+     * does not know it says -EINVAL here, one that does -ENOENT (nothing of the eventfd's yet) */
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+    struct io_uring_cqe *cqe;
+    io_uring_prep_cancel_fd(sqe, e->evfd, 0);
+    r = io_uring_submit_and_wait(&e->ring, 1);
+    if (r >= 0) r = io_uring_peek_cqe(&e->ring, &cqe);
+    if (r == 0) { r = cqe->res; io_uring_cqe_seen(&e->ring, cqe); }
+    if (r != -ENOENT) {
+      io_uring_queue_exit(&e->ring);
+      return r == -EINVAL ? -ENOTSUP : (r < 0 ? r : -EIO);
+    }
+  }
   e->ring_ok = 1;
   ur_arm_eventfd(e);
   io_uring_submit(&e->ring);
