@@ -175,6 +175,7 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__vp_mode_set(vp);
   if (err == 0) err = ursa__model_go(vp);            /* cp-ts: VP 0's timer; handlers act */
   if (err != 0) {
+    ursa__io_fini();                                  /* engines made: closed (no poller yet) */
     if (vp->mode == URSA__SMPMODE) ursa__smp_fini(NULL);                /* VPs 1..N-1 delete their timers */
     ursa__model_stop(vp);                             /* then the handler goes */
     ursa__trace_discard();
