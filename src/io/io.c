@@ -3,12 +3,16 @@
  * file descriptors, the VP's poller, and the offload pool (ursa_offload).  The calls themselves
  * (ursa_read, ursa_accept, ...) are in calls.c, on top of ursa__io_fd_wait and ursa__io_offload.
  *
- * The engine (one per VP, made by ursa_init): an epoll instance and an eventfd registered in it.
- *   A call tries its system call on a non-blocking descriptor first; only when it would block
- *   does the thread wait for readiness here, and it then tries again (a short read or write is
- *   returned as the system call returned it).  Regular files are always "ready" for epoll: their
- *   reads and writes go to the offload pool (a read first tries preadv2(RWF_NOWAIT), which the
- *   page cache answers without blocking).
+ * The engine (one per VP, made by ursa_init): io_uring (a ring of 256 entries, with a multishot
+ *   poll on an eventfd) by default where the kernel gives it (and cancels by fd: Linux 5.19), else
+ *   epoll (an epoll instance with the eventfd registered in it); ursa__io_init chooses, once, for
+ *   every VP.  A call tries its system call on a non-blocking descriptor first; only when it would
+ *   block does the thread wait for readiness here, and it then tries again.  Regular files are
+ *   always "ready": a read first tries preadv2(RWF_NOWAIT), which the page cache answers without
+ *   blocking; what would block runs on the ring (ursa__io_uring_op) or in the offload pool.
+ *   io_uring's submission side is shared (sqlock: another VP arms polls in a home engine here),
+ *   its completion side belongs to the VP's kernel thread; the VP's own arms are queued without a
+ *   system call and submitted with its next look at the ring.
  *
  * Who waits where.  Each descriptor has an entry in a table indexed by fd (struct fdent: never
  *   freed until ursa_fini, so a stale event can always look at it): its lock, its generation
@@ -421,7 +425,9 @@ ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_
   io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&u);
   ursa__unlock_if(smp, &e->sqlock);
   /* Submitted with the VP's next look at its ring; only this VP's kernel thread reaps it, and it
-   * cannot while this thread still runs here: the park needs no lock. */
+   * cannot while this thread still runs here: the park needs no lock.  seq_cst, as every change
+   * of io_nwait: pairs with the idle sleep's load after its publish (vp.c); the reaper's
+   * decrement (nwait_dec) follows the completion. */
   __atomic_add_fetch(&vp->io_nwait, 1u, __ATOMIC_SEQ_CST);
   poller_ensure(e);
   ursa__park(URSA__W_IO_FD, e, NULL, 0);
@@ -473,7 +479,8 @@ static void hook_wait(struct ursa__vp *vp, uint64_t deadline) {
   struct engine *e = engine_of(vp);
   engine_poll(e, deadline);
   /* Waits still pending and the VP about to run what came: let the poller look at the engine
-   * once per round of the run queue from now on. */
+   * once per round of the run queue from now on.  Relaxed: a hint (a wait that ends meanwhile
+   * nudges the poller itself, nwait_dec). */
   if (__atomic_load_n(&vp->io_nwait, __ATOMIC_RELAXED) != 0) poller_nudge(e);
 }
 
@@ -510,6 +517,8 @@ static void *poller_main(void *arg) {
   for (;;) {
     engine_poll(e, UINT64_MAX);
     ursa__lock_if(smp, &e->plock);
+    /* seq_cst: pairs with a waiter's increment before its poller_ensure, which takes plock after
+     * it: either we see the wait, or it sees P_NONE and makes a new poller */
     if (e->stop || __atomic_load_n(&vp->io_nwait, __ATOMIC_SEQ_CST) == 0) {
       e->pstate = P_NONE;                 /* a new wait makes a new poller */
       ursa__unlock_if(smp, &e->plock);
