@@ -534,12 +534,23 @@ static void *poller_main(void *arg) {
   }
 }
 
-/* e has a wait pending: make sure its poller lives (called after the io_nwait increment). */
+/* e has a wait pending: make sure its poller lives and looks (called after the io_nwait
+ * increment).  A parked poller is unparked: with several VPs a VP may take new work straight from
+ * its idle spin, without the idle wait that unparks the poller, and its waits would otherwise be
+ * looked at only when it next runs out of work.  (With one VP the poller is parked only while the
+ * VP waits in its engine, when no thread runs that could get here.) */
 static void poller_ensure(struct engine *e) {
   bool smp = smp_now();
   ursa_attr_t a;
   ursa_thread_t t;
   ursa__lock_if(smp, &e->plock);
+  if (e->pstate == P_PARKED && !e->stop && ursa__park_claim(e->poller, false)) {
+    e->pstate = P_RUNNING;
+    t = e->poller;
+    ursa__unlock_if(smp, &e->plock);
+    ursa__unpark(t, 0);
+    return;
+  }
   if (e->pstate != P_NONE || e->stop) { ursa__unlock_if(smp, &e->plock); return; }
   e->pstate = P_CREATING;
   ursa__unlock_if(smp, &e->plock);
