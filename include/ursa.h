@@ -37,9 +37,13 @@
 #define URSA_H
 
 #include <errno.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #ifdef __cplusplus
@@ -90,7 +94,13 @@ typedef struct ursa_config {
                              the ring step at a safe point, so threads in the Waiver Queues move
                              on even while every VP runs a thread that does not switch.  Like
                              cp-ts it interrupts system calls (SA_RESTART; see docs/GUIDE.md).  */
+  int    io;              /* URSA_IO: the I/O engine, URSA_IO_EPOLL (URSA_IO=epoll) or
+                             URSA_IO_URING (URSA_IO=uring); 0: the default (see "I/O" below) */
+  unsigned offload_threads; /* URSA_OFFLOAD_THREADS: kernel threads of ursa_offload's pool,
+                             1 .. 1024 (4)                                                    */
 } ursa_config_t;
+#define URSA_IO_EPOLL 1
+#define URSA_IO_URING 2
 
 /* Execution models (the journal paper's CM, PCM and CP; docs/GUIDE.md, "Choosing a model").  The
  * same binary runs under each: URSA_MODEL=cm|pcm|cp-ts|cp-ic.
@@ -321,6 +331,81 @@ URSA_API int ursa_stats(ursa_stats_t *out);
 URSA_API int ursa_stats_vp(unsigned vp, ursa_stats_t *out);
 /* Prints the counters, per VP and in total (what URSA_STATS=1 prints at exit). */
 URSA_API int ursa_stats_print(FILE *f);
+
+/* ---------------------------------------------------------------------------------------------
+ * I/O that blocks only the calling thread
+ *
+ * Each call below does what the system call of the same name does, but when that would block it
+ * suspends only the calling ursa thread: the other threads of its VP go on running, and it
+ * resumes when its descriptor is ready (the VP's I/O engine: docs/GUIDE.md, "I/O").  They return
+ * the result (>= 0) or a negative errno value; short reads and writes are returned as the system
+ * call returns them; EINTR is never returned (the call is retried).  The _timed variants also
+ * return -ETIMEDOUT once the absolute deadline abstime on clock (CLOCK_MONOTONIC or
+ * CLOCK_REALTIME) has passed (abstime NULL: none); a deadline in the past tries the call once.
+ * ursa_close(fd) wakes every thread waiting on fd with -EBADF.
+ *
+ * A descriptor used with these calls is made non-blocking (O_NONBLOCK) at its first use, and
+ * should be closed with ursa_close (a number closed with close(2) and reused is noticed at the
+ * next wait, at the cost of a system call).  Regular files, which are always "ready", are read
+ * from the page cache without blocking when it holds the data, and otherwise, with fsync and
+ * openat, run on the offload pool.  Called from a kernel thread that is not an ursa thread, each
+ * call is the plain blocking system call.  May switch.
+ * ------------------------------------------------------------------------------------------- */
+URSA_API ssize_t ursa_read(int fd, void *buf, size_t n);
+URSA_API ssize_t ursa_read_timed(int fd, void *buf, size_t n, int clock, const struct timespec *abstime);
+URSA_API ssize_t ursa_write(int fd, const void *buf, size_t n);
+URSA_API ssize_t ursa_write_timed(int fd, const void *buf, size_t n, int clock, const struct timespec *abstime);
+URSA_API ssize_t ursa_readv(int fd, const struct iovec *iov, int cnt);
+URSA_API ssize_t ursa_readv_timed(int fd, const struct iovec *iov, int cnt, int clock, const struct timespec *abstime);
+URSA_API ssize_t ursa_writev(int fd, const struct iovec *iov, int cnt);
+URSA_API ssize_t ursa_writev_timed(int fd, const struct iovec *iov, int cnt, int clock, const struct timespec *abstime);
+URSA_API ssize_t ursa_pread(int fd, void *buf, size_t n, off_t off);
+URSA_API ssize_t ursa_pread_timed(int fd, void *buf, size_t n, off_t off, int clock, const struct timespec *abstime);
+URSA_API ssize_t ursa_pwrite(int fd, const void *buf, size_t n, off_t off);
+URSA_API ssize_t ursa_pwrite_timed(int fd, const void *buf, size_t n, off_t off, int clock, const struct timespec *abstime);
+URSA_API ssize_t ursa_recv(int fd, void *buf, size_t n, int flags);
+URSA_API ssize_t ursa_recv_timed(int fd, void *buf, size_t n, int flags, int clock, const struct timespec *abstime);
+URSA_API ssize_t ursa_send(int fd, const void *buf, size_t n, int flags);
+URSA_API ssize_t ursa_send_timed(int fd, const void *buf, size_t n, int flags, int clock, const struct timespec *abstime);
+URSA_API ssize_t ursa_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *src, socklen_t *len);
+URSA_API ssize_t ursa_recvfrom_timed(int fd, void *buf, size_t n, int flags, struct sockaddr *src, socklen_t *len,
+                                     int clock, const struct timespec *abstime);
+URSA_API ssize_t ursa_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *dst, socklen_t len);
+URSA_API ssize_t ursa_sendto_timed(int fd, const void *buf, size_t n, int flags, const struct sockaddr *dst, socklen_t len,
+                                   int clock, const struct timespec *abstime);
+/* The new socket (returned) is non-blocking and close-on-exec. */
+URSA_API int ursa_accept(int fd, struct sockaddr *addr, socklen_t *len);
+URSA_API int ursa_accept_timed(int fd, struct sockaddr *addr, socklen_t *len, int clock, const struct timespec *abstime);
+/* 0 once connected, or the connection's error (-ECONNREFUSED, ...).  After -ETIMEDOUT the
+ * connection attempt goes on: close the socket. */
+URSA_API int ursa_connect(int fd, const struct sockaddr *addr, socklen_t len);
+URSA_API int ursa_connect_timed(int fd, const struct sockaddr *addr, socklen_t len, int clock, const struct timespec *abstime);
+/* poll(2): the number of ready entries (revents set), 0 when timeout_ms (-1: none) ran out;
+ * ursa_poll_timed returns -ETIMEDOUT instead of 0. */
+URSA_API int ursa_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
+URSA_API int ursa_poll_timed(struct pollfd *fds, nfds_t n, int clock, const struct timespec *abstime);
+/* Waits until fd has one of events (POLLIN, POLLOUT, POLLPRI): its revents (> 0; POLLERR and
+ * POLLHUP are always reported), -EBADF when fd is not open or is closed by ursa_close. */
+URSA_API int ursa_fd_wait(int fd, short events);
+URSA_API int ursa_fd_wait_timed(int fd, short events, int clock, const struct timespec *abstime);
+URSA_API int ursa_close(int fd);
+/* fsync and openat run on the offload pool; their deadline is checked before they are handed
+ * over (a call that has started runs to its end). */
+URSA_API int ursa_fsync(int fd);
+URSA_API int ursa_fsync_timed(int fd, int clock, const struct timespec *abstime);
+URSA_API int ursa_openat(int dirfd, const char *path, int flags, unsigned mode);
+URSA_API int ursa_openat_timed(int dirfd, const char *path, int flags, unsigned mode, int clock,
+                               const struct timespec *abstime);
+/* Runs fn(arg) on a pool of kernel threads (URSA_OFFLOAD_THREADS, default 4) while the calling
+ * thread is suspended and its VP runs other threads; fn's return value goes to *result (result
+ * may be NULL).  For what has no non-blocking form: getaddrinfo, stat on a slow file system, a
+ * library call that blocks.  When every pool thread is busy the request waits its turn (FIFO):
+ * requests that wait for each other beyond the pool's size wait for ever.  fn runs on a kernel
+ * thread that is not an ursa thread: ursa calls there are the blocking system calls above, or
+ * -EPERM.  -EINVAL for a NULL fn, -EAGAIN when no pool thread can be started. */
+URSA_API int ursa_offload(void *(*fn)(void *), void *arg, void **result);
+/* The engine in use: "io_uring", "epoll", or "none" before ursa_init. */
+URSA_API const char *ursa_io_engine(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Synchronization

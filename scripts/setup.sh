@@ -17,15 +17,16 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
-  test)  need+=(binutils g++ valgrind clang libclang-rt-14-dev gdb spin libunwind-dev) ;;  # nm: symbols; g++: the pthread layer's C++ test; spin: model/; libunwind: dump backtraces
+  test)  need+=(binutils g++ valgrind clang libclang-rt-14-dev gdb spin libunwind-dev liburing-dev) ;;  # nm: symbols; g++: the pthread layer's C++ test; spin: model/; libunwind: dump backtraces; liburing: the io_uring engine
   posix-suite) need+=(binutils curl) ;;   # nm: which tests have a main; curl: the suite's tarball
-  bench) need+=(g++ libboost-context-dev libboost-fiber-dev libpth-dev)
+  bench) need+=(g++ libboost-context-dev libboost-fiber-dev libpth-dev liburing-dev)
          command -v go >/dev/null 2>&1 || need+=(golang-go)
          # venv + ensurepip: in python3-venv on Debian's python3, built in elsewhere (pyenv, say)
          python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv) ;;
   *) echo "usage: $0 test|bench|posix-suite" >&2; exit 2 ;;
 esac
-optional=(libboost-context-dev libboost-fiber-dev libpth-dev golang-go spin python3-venv libunwind-dev)  # peers: the report says "missing";
+optional=(libboost-context-dev libboost-fiber-dev libpth-dev golang-go spin python3-venv libunwind-dev liburing-dev)  # peers: the report says "missing";
+                                          # liburing-dev: without it ursa builds with the epoll engine only (CMake says so);
                                           # spin: the model check skips; python3-venv: no plots
 
 # The virtual environment of bench/report.py: .venv/ with matplotlib (bench only; never fails).

@@ -26,3 +26,4 @@ TEST(thread_dump_signal_bad_value)
 #include "list-hardening.h"
 #include "list-fuzz.h"
 #include "list-contract.h"
+#include "list-io.h"

@@ -63,6 +63,12 @@ struct ursa__vp {
   /* the per-VP signal timers (src/model/preempt.c): [0] cp-ts's tick, [1] the rotator's interval
    * timer (URSA_ROTATE_US); this VP's kernel thread only */
   struct { void *id; uint8_t armed; } sigtimer[2];   /* timer_t; armed (off while the VP sleeps) */
+  /* I/O (src/io/, a layer above, through ursa__io_hooks in sched.h): the VP's engine, and how
+   * many waits (threads parked on an fd homed here, offload requests of this VP's threads) it
+   * has pending.  io_nwait is atomic: changed by any VP under the io layer's locks, read unlocked
+   * by this VP's idle paths (sched.c next_ready, vp.c idle_sleep) to choose the engine's wait. */
+  void                *io;
+  uint32_t             io_nwait;
 };
 
 /* The VP of the calling kernel thread, NULL outside ursa.  Initial-exec TLS: one %fs load. */

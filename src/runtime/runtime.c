@@ -23,6 +23,7 @@
 #include "../sched/sched_smp.h"
 #include "../sched/policy.h"
 #include "../sync/sync.h"
+#include "../io/io.h"
 
 #include <sched.h>
 
@@ -79,6 +80,7 @@ static void atfork_child(void) {
   ursa__trace_atfork_child();
   if (ursa__g.nvps == 1 && vp == &ursa__g.vp0) {      /* the VP itself forked: it goes on */
     ursa__model_atfork_child(vp);
+    ursa__io_atfork_child();                           /* an engine of its own */
     return;
   }
   __atomic_store_n(&ursa__g.forked, 1, __ATOMIC_RELAXED);
@@ -163,10 +165,19 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__trace_init();                                 /* URSA_TRACE: before VPs 1..N-1 start */
   err = ursa__model_start(vp);                        /* cp-ts: the signal handler */
   if (err == 0 && ursa__g.nvps > 1) err = ursa__smp_init();
+  if (err == 0) {                                     /* an engine per VP; the offload pool's size */
+    static const char *const io_words[] = { NULL, "epoll", "uring" };
+    if (c.io == 0) c.io = ursa__env_word("URSA_IO", io_words, 3, 0);
+    if (c.offload_threads == 0) c.offload_threads = (unsigned)ursa__env_number("URSA_OFFLOAD_THREADS", 1, 1024, 0);
+    if (c.offload_threads == 0) c.offload_threads = 4;
+    if (c.io < 0 || c.io > URSA_IO_URING || c.offload_threads > 1024) err = -EINVAL;
+    else err = ursa__io_init(c.io, c.offload_threads);
+  }
   /* VP 0's hottest paths take their checked copies (which also end in preemption points) */
   ursa__vp_mode_set(vp);
   if (err == 0) err = ursa__model_go(vp);            /* cp-ts: VP 0's timer; handlers act */
   if (err != 0) {
+    ursa__io_fini();                                  /* engines made: closed (no poller yet) */
     if (vp->mode == URSA__SMPMODE) ursa__smp_fini(NULL);                /* VPs 1..N-1 delete their timers */
     ursa__model_stop(vp);                             /* then the handler goes */
     ursa__trace_discard();
@@ -207,9 +218,14 @@ int ursa_fini(void) {
   size_t live = 0;
   if (vp == NULL) return ursa__novp();
   if (vp->cur != vp->main_thread) return -EPERM;
-  ursa__thread_foreach(count_live, &live);
-  if (live > 1) return -EBUSY;                        /* threads alive or not yet joined */
+  {
+    size_t pollers = ursa__io_pollers_live();          /* the I/O layer's own threads: first, so
+                                                          one that ends meanwhile is not missed */
+    ursa__thread_foreach(count_live, &live);
+    if (live > 1 + pollers) return -EBUSY;            /* threads alive or not yet joined */
+  }
   if (vp != &ursa__g.vp0) return -EPERM;
+  ursa__io_fini();                                    /* its pollers end, its pool stops */
   ursa__dumpsig_stop();                               /* no dump reads what fini frees */
   __atomic_store_n(&ursa__g.preempt_live, 0, __ATOMIC_RELAXED);   /* cp-ts: ticks are ignored */
   ursa__reap(vp);
@@ -322,6 +338,8 @@ int ursa_stats_print(FILE *f) {
   }
   ursa_stats(&s);
   print_row(f, "total", &s);
+  if (*ursa__io_why()) fprintf(f, "ursa: I/O engine: %s (not io_uring: %s)\n", ursa__io_name(), ursa__io_why());
+  else fprintf(f, "ursa: I/O engine: %s\n", ursa__io_name());
   return 0;
 }
 

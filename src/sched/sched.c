@@ -65,6 +65,13 @@ void ursa__vp_mode_set(struct ursa__vp *vp) {
 
 /* The execution model's hooks (sched.h), filled by src/model/ at ursa_init. */
 struct ursa__model_hooks ursa__model_hooks;
+/* The I/O layer's hooks (sched.h), filled by src/io/ at ursa_init. */
+struct ursa__io_hooks ursa__io_hooks;
+
+bool ursa__vp_has_ready(struct ursa__vp *vp) {
+  if (vp->mode == URSA__SMPMODE) return ursa__smp_has_work(vp);
+  return !ursa__runq_empty(vp);
+}
 
 /* The whole switch when URSA_TRACE records (URSA__SWITCH_RETURN): the event, then the switch. */
 int ursa__switch_traced(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
@@ -227,6 +234,18 @@ static struct ursa__thread *next_ready(struct ursa__vp *vp) {
     if (vp->ntimers) ursa__timers_fire(vp, ursa__now());
     t = ursa__runq_pop(vp);
     if (t) return t;
+    if (vp->io_nwait != 0) {                                  /* threads wait on I/O: in the engine */
+      bool tr = URSA__TRACING();
+      uint64_t t0 = ursa__now();
+      vp->stats.idle_waits++;
+      if (tr) ursa__trace_idle(vp, 1);
+      ursa__preempt_idle(vp, 1);
+      ursa__io_hooks.wait(vp, vp->ntimers ? vp->timers[1]->deadline : 0);
+      ursa__preempt_idle(vp, 0);
+      if (tr) ursa__trace_idle(vp, 0);
+      vp->stats.idle_ns += ursa__now() - t0;
+      continue;
+    }
     if (vp->ntimers == 0) return NULL;
     {
       uint64_t d = vp->timers[1]->deadline;

@@ -435,6 +435,25 @@ static inline void ursa__preempt_idle(struct ursa__vp *vp, int sleep) {
   if (ursa_unlikely(vp->timers_on != 0)) ursa__model_hooks.idle(vp, sleep);
 }
 
+/* ---- the I/O layer's hooks -------------------------------------------------------------------------
+ * How the idle paths reach the I/O engine of src/io/ (a layer above): filled by ursa__io_init
+ * (ursa_init) before VPs 1..N-1 start, read-only while they run.  The scheduler calls them only
+ * for a VP whose io_nwait is nonzero (a wait in the engine instead of the sleep) and for a VP
+ * that sleeps in its engine (vp.c: sleeping == 4, the kick), so a program without I/O never
+ * reaches them and no hot path tests anything new.
+ *   wait(vp, deadline): on vp's kernel thread, with nothing to run: waits in vp's engine until an
+ *     event, a kick or the deadline (CLOCK_MONOTONIC ns, 0: none), and wakes the threads whose
+ *     waits ended (ursa__unpark).  It may return early (a spurious return is harmless).
+ *   kick(vp): any kernel thread: makes a wait of vp's engine return (an eventfd write). */
+struct ursa__io_hooks {
+  void (*wait)(struct ursa__vp *vp, uint64_t deadline);
+  void (*kick)(struct ursa__vp *vp);
+};
+URSA_HIDDEN extern struct ursa__io_hooks ursa__io_hooks;
+/* Whether vp has threads ready to run besides the running one (its run queue; with several VPs
+ * also its inbox and what the policy would give it): the I/O poller's "others are ready". */
+URSA_HIDDEN bool ursa__vp_has_ready(struct ursa__vp *vp);
+
 /* ---- reports (report.c) ------------------------------------------------------------------------ */
 URSA_HIDDEN const char *ursa__wait_name(int kind);
 /* Prints every blocked thread and the wait-for cycles, then exits with status 3. */

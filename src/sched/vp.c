@@ -44,7 +44,10 @@
  *   returns at once or is woken.
  *   model/rotator.pml checks this protocol (and the Waiver Queue ring) with spin.
  *
- *   sleeping = 2 means "going to sleep" (published), 3 "asleep with no timer, counted".
+ *   sleeping = 2 means "going to sleep" (published), 3 "asleep with no timer, counted", 4 "asleep
+ *   in the VP's I/O engine" (threads wait on I/O homed here, vp->io_nwait != 0: the sleeper waits
+ *   in the engine, ursa__io_hooks.wait, instead of the futex, and a waker that takes it out of 4
+ *   writes the engine's eventfd, ursa__io_hooks.kick, instead of the futex wake; never counted).
  *   ursa__g.sleepers counts the VPs in state 3; only the sleeper's commit (after its recheck found
  *   nothing) increments it, only the waker that takes a VP out of 3 decrements it.  When it
  *   reaches N every VP sleeps with nothing pending and no timer, so no thread runs and none can
@@ -136,7 +139,8 @@ void ursa__vp_kick(struct ursa__vp *v) {
   if (old == 0) return;                                /* someone else woke it */
   if (old == 3) __atomic_fetch_sub(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL);   /* it was counted */
   __atomic_fetch_add(&x->wakeseq, 1u, __ATOMIC_RELEASE);
-  futex_wake(&x->wakeseq);
+  if (old == 4) ursa__io_hooks.kick(v);                /* asleep in its I/O engine: the eventfd */
+  else futex_wake(&x->wakeseq);
 }
 
 /* ---- the local Protect Queue: the ring, then its overflow list (owner only) ------------------- */
@@ -591,7 +595,19 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
   tr = URSA__TRACING();
   if (tr) ursa__trace_idle(vp, 1);                     /* URSA_TRACE: idle slice */
   ursa__preempt_idle(vp, 1);                           /* cp-ts: no ticks while asleep */
-  if (deadline == 0) {
+  /* seq_cst after the publish: pairs with the io layer's increment of io_nwait (seq_cst) before
+   * it kicks this VP, so either we see the wait here or its kick sees sleeping != 0. */
+  if (__atomic_load_n(&vp->io_nwait, __ATOMIC_SEQ_CST) != 0) {
+    /* Threads wait on I/O homed here: sleep in the engine instead (sleeping = 4: a kick writes the
+     * engine's eventfd; never counted in sleepers, since an event from outside may come). */
+    uint32_t expect = 2;
+    if (!__atomic_compare_exchange_n(&x->sleeping, &expect, 4u, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      wait_taken(x, s);                                /* a waker was faster */
+    } else {
+      ursa__io_hooks.wait(vp, deadline);
+      if (__atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL) == 0) wait_taken(x, s);
+    }
+  } else if (deadline == 0) {
     uint32_t expect = 2;
     if (!__atomic_compare_exchange_n(&x->sleeping, &expect, 3u, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
       wait_taken(x, s);                                /* a waker was faster */
