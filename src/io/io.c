@@ -71,6 +71,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
@@ -106,7 +108,7 @@ struct engine {
   uint8_t          stop;            /* ursa__io_fini: the poller ends                            */
   ursa_thread_t    poller;          /* set by the poller itself; stale once it has finished      */
   /* offload requests of vp's threads that the pool has finished: dlock (pool threads push) */
-  pthread_mutex_t  dlock;
+  ursa__spin_t     dlock;   /* ursa's spin lock, not a pthread mutex (below, "the pool") */
   struct offreq   *done;
 };
 enum { P_NONE, P_CREATING, P_RUNNING, P_PARKED };
@@ -314,10 +316,10 @@ static void drain_done(struct engine *e) {
   struct offreq *r, *nx;
   uint64_t v;
   (void)!read(e->evfd, &v, sizeof v);                      /* reset the eventfd (non-blocking) */
-  pthread_mutex_lock(&e->dlock);
+  ursa__spin_lock(&e->dlock);
   r = e->done;
   e->done = NULL;
-  pthread_mutex_unlock(&e->dlock);
+  ursa__spin_unlock(&e->dlock);
   for (; r; r = nx) {
     ursa_thread_t th = r->th;
     nx = r->next;                                          /* r is on th's stack */
@@ -740,26 +742,36 @@ void ursa__io_fd_new(int fd, uint8_t mode) {
 
 /* ---- the offload pool ------------------------------------------------------------------------- */
 
+/* Its locks are ursa's spin lock and a futex, never glibc's pthread mutex or condition variable:
+ * under libursa-pthread.so those names are the POSIX layer's, which would serve this code's
+ * calls from ursa threads with its own objects while the pool's kernel threads got glibc's (the
+ * layer tells libursa's calls by their return address, at a cost on its hottest path). */
+static void pool_futex(uint32_t *w, int op, uint32_t val) {
+  syscall(SYS_futex, w, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
 static struct {
-  pthread_mutex_t lock;
-  pthread_cond_t  cond;
+  ursa__spin_t    lock;
+  uint32_t        seq;                  /* futex word: bumped (under lock) to wake pool threads  */
   struct offreq  *head, *tail;
   unsigned        nq;                   /* requests queued, not yet taken by a pool thread      */
-  unsigned        max, started, idle;   /* idle: pool threads waiting in pthread_cond_wait      */
+  unsigned        max, started, idle;   /* idle: pool threads waiting on the futex seq           */
   int             stop;
   pthread_t      *threads;
-} pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, 0, 0, NULL };
+} pool = { 0, 0, NULL, NULL, 0, 0, 0, 0, 0, NULL };
 
 static void *pool_main(void *arg) {
   URSA_UNUSED(arg);
-  pthread_mutex_lock(&pool.lock);
+  ursa__spin_lock(&pool.lock);
   for (;;) {
     struct offreq *r;
     struct engine *e;
     uint64_t one = 1;
     while (pool.head == NULL && !pool.stop) {
+      uint32_t seq = pool.seq;
       pool.idle++;
-      pthread_cond_wait(&pool.cond, &pool.lock);
+      ursa__spin_unlock(&pool.lock);
+      pool_futex(&pool.seq, FUTEX_WAIT, seq);           /* returns at once if seq moved on */
+      ursa__spin_lock(&pool.lock);
       pool.idle--;
     }
     if (pool.head == NULL) break;                     /* stop, and nothing left to run */
@@ -767,17 +779,17 @@ static void *pool_main(void *arg) {
     pool.nq--;
     pool.head = r->next;
     if (pool.head == NULL) pool.tail = NULL;
-    pthread_mutex_unlock(&pool.lock);
+    ursa__spin_unlock(&pool.lock);
     r->result = r->fn(r->arg);
     e = r->e;
-    pthread_mutex_lock(&e->dlock);                   /* the caller's VP takes it from here */
+    ursa__spin_lock(&e->dlock);                      /* the caller's VP takes it from here */
     r->next = e->done;
     e->done = r;
-    pthread_mutex_unlock(&e->dlock);
+    ursa__spin_unlock(&e->dlock);
     (void)!write(e->evfd, &one, sizeof one);
-    pthread_mutex_lock(&pool.lock);
+    ursa__spin_lock(&pool.lock);
   }
-  pthread_mutex_unlock(&pool.lock);
+  ursa__spin_unlock(&pool.lock);
   return NULL;
 }
 
@@ -793,7 +805,7 @@ int ursa__io_offload(void *(*fn)(void *), void *arg, void **result) {
   r.result = NULL;
   r.e = e;
   r.th = ursa_self();
-  pthread_mutex_lock(&pool.lock);
+  ursa__spin_lock(&pool.lock);
   if (pool.tail) pool.tail->next = &r; else pool.head = &r;
   pool.tail = &r;
   pool.nq++;
@@ -806,14 +818,15 @@ int ursa__io_offload(void *(*fn)(void *), void *arg, void **result) {
     if (pool.started == 0) {
       pool.head = pool.tail = NULL;
       pool.nq = 0;
-      pthread_mutex_unlock(&pool.lock);
+      ursa__spin_unlock(&pool.lock);
       return -EAGAIN;
     }
   }
   /* counted before a pool thread can finish it: the completion's decrement follows */
   __atomic_add_fetch(&vp->io_nwait, 1u, __ATOMIC_SEQ_CST);
-  pthread_cond_signal(&pool.cond);
-  pthread_mutex_unlock(&pool.lock);
+  __atomic_store_n(&pool.seq, pool.seq + 1, __ATOMIC_RELAXED);   /* (read by the kernel) */
+  ursa__spin_unlock(&pool.lock);
+  pool_futex(&pool.seq, FUTEX_WAKE, 1);
   poller_ensure(e);
   /* Only this VP's kernel thread takes r off e->done (drain_done), and it cannot while this
    * thread still runs here: no lock is needed for the park. */
@@ -868,7 +881,7 @@ static int engine_make(struct engine *e, struct ursa__vp *vp, int kind) {
   memset(e, 0, sizeof *e);
   e->vp = vp;
   e->epfd = e->evfd = -1;
-  pthread_mutex_init(&e->dlock, NULL);
+  e->dlock = 0;
   if ((e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) return -errno;
   if (kind == URSA__IO_URING) {
     int r = ur_make(e);
@@ -892,7 +905,6 @@ static void engine_free(struct engine *e) {
 #endif
   if (e->epfd >= 0) close(e->epfd);
   if (e->evfd >= 0) close(e->evfd);
-  pthread_mutex_destroy(&e->dlock);
 }
 
 /* Makes the n engines of kind: 0, or the error (none left made). */
@@ -1002,10 +1014,11 @@ void ursa__io_fini(void) {
       ursa_yield();
     }
   }
-  pthread_mutex_lock(&pool.lock);
+  ursa__spin_lock(&pool.lock);
   pool.stop = 1;
-  pthread_cond_broadcast(&pool.cond);
-  pthread_mutex_unlock(&pool.lock);
+  __atomic_store_n(&pool.seq, pool.seq + 1, __ATOMIC_RELAXED);
+  ursa__spin_unlock(&pool.lock);
+  pool_futex(&pool.seq, FUTEX_WAKE, INT32_MAX);
   for (c = 0; c < pool.started; c++) pthread_join(pool.threads[c], NULL);
   free(pool.threads);
   pool.threads = NULL;
@@ -1035,8 +1048,7 @@ const char *ursa__io_why(void) { return io_why; }
  * lost: its thread waits for ever).  Runs in the atfork child handler, on the only kernel thread. */
 void ursa__io_atfork_child(void) {
   unsigned i, c, k;
-  pthread_mutex_init(&pool.lock, NULL);
-  pthread_cond_init(&pool.cond, NULL);
+  pool.lock = 0;                                    /* (a pool thread may have held it) */
   pool.started = pool.idle = 0;
   for (i = 0; i < nengines; i++) {
     struct engine *e = &engines[i], keep = *e;

@@ -187,11 +187,11 @@ UPT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm) {
 }
 
 /* The solo fast paths of lock and unlock, for the default (NORMAL) type: the thread-ring's.  The
- * caller is an ursa thread (tok), and not ursa's own code (libursa's I/O layer locks glibc's
- * mutexes, from ursa threads too) nor a sanitizer's runtime. */
+ * caller is an ursa thread (tok).  It is not ursa's own code, which calls no pthread_mutex_*
+ * function (the test pthread_ursa_imports checks libursa.so's imports), so the return address
+ * needs no test here.  (A sanitizer's runtime locks its own mutexes, not glibc's.) */
 #define UPT_SOLO_NORMAL(m, tok)                                                                  \
-  (upt_solo && (m)->kind == PTHREAD_MUTEX_NORMAL && ((tok) = ursa__self_thread()) != NULL &&      \
-   !upt_from_ursa(__builtin_return_address(0)))
+  (upt_solo && (m)->kind == PTHREAD_MUTEX_NORMAL && ((tok) = ursa__self_thread()) != NULL)
 
 UPT_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
   struct upt_mutex *m = (struct upt_mutex *)pm;
