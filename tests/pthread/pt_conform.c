@@ -567,12 +567,16 @@ static void *cancel_in_join(void *a) {
   return a;
 }
 static volatile int go;
+static sem_t cancel_sent;
 static void *cancel_disabled(void *a) {
   int old;
   CHECK_EQ(pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old), 0);
   CHECK_EQ(old, PTHREAD_CANCEL_ENABLE);
   pthread_cleanup_push(cleanup, (void *)5);
-  usleep(1000);                                /* not acted on while disabled */
+  /* until main has cancelled it (whichever VP each runs on, however slow): sem_wait and usleep
+   * are cancellation points, not acted on while disabled */
+  CHECK_EQ(sem_wait(&cancel_sent), 0);
+  usleep(1000);
   pthread_testcancel();
   cleanups[6]++;                               /* reached */
   CHECK_EQ(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL), 0);
@@ -628,8 +632,10 @@ static void case_cancel(void) {
   CHECK_EQ(pthread_cancel(join_target), 0);
   CHECK(join(join_target) == PTHREAD_CANCELED);
 
+  CHECK_EQ(sem_init(&cancel_sent, 0, 0), 0);
   t = spawn(cancel_disabled, NULL);
   CHECK_EQ(pthread_cancel(t), 0);
+  CHECK_EQ(sem_post(&cancel_sent), 0);
   CHECK(join(t) == PTHREAD_CANCELED);
   CHECK_EQ(cleanups[5], 1);
   CHECK_EQ(cleanups[6], 1);
