@@ -102,9 +102,12 @@ static int mutex_unlock(struct upt_thread *me, struct upt_mutex *m, int type) {
   }
   upt_spin_lock(&m->spin);
   while ((w = upt_q_pop(&m->q)) != NULL) {
-    struct upt_thread *next = w->t;
-    if (upt_wake(w)) {                          /* hand over: next owns it before it runs */
-      __atomic_store_n(&m->owner, next, __ATOMIC_RELEASE);
+    /* Hand over: next owns it before it can run, so the owner is stored before the wake (on
+     * another VP next may run at once, and its trylock or unlock reads the owner without the
+     * spin lock).  A waiter that left (timed out) waits for the spin lock to leave the queue, so
+     * it never sees itself as the owner. */
+    __atomic_store_n(&m->owner, w->t, __ATOMIC_RELEASE);
+    if (upt_wake(w)) {
       upt_spin_unlock(&m->spin);
       return 0;
     }
