@@ -111,7 +111,7 @@ rwlock-eperm	unlocking an rwlock the caller does not hold answers EPERM, which P
 handler-race	the test's worker installs the signal handlers while the sender threads already send: natively the worker wins the race, under ursa at 2 VPs a sender may run first, and the signal's default action ends the process
 handler-exit	the handler calls pthread_exit, which POSIX does not make async-signal-safe (undefined behaviour); at 2 VPs under cp-ts the process sometimes does not end
 affinity	the test binds threads to CPUs (pthread_setaffinity_np, which ursa accepts and ignores) and checks that sched_yield lets the other thread of that CPU run: ursa's sched_yield yields to the ursa threads of the caller's VP
-cm-spin	cm and pcm never preempt: main busy-waits (lock, read, unlock, without blocking or yielding) for the threads it made, which wait behind it on its VP and never run; the cooperative models' definition (under cp-ts the test goes on, to its process-shared part)
+cm-spin	cm and pcm never preempt: main busy-waits (lock, read, unlock, without blocking or yielding) for the threads it made, which wait behind it on its VP and never run; the cooperative models' definition (under cp-ts, and at pcm-2 when the threads run on the other VP, the test goes on, to its process-shared part)
 EOF
 )
 KNOWN=$(cat <<'EOF'
@@ -123,6 +123,9 @@ pthread_cond_signal/1-2	*	pshared
 pthread_cond_timedwait/2-6	*	pshared
 pthread_cond_timedwait/4-2	*	pshared
 pthread_cond_wait/2-3	*	pshared
+pthread_cond_wait/2-2	*	pshared
+pthread_cond_timedwait/2-4	*	pshared
+pthread_cond_timedwait/2-7	*	pshared
 pthread_mutex_destroy/2-2	*	pshared
 pthread_mutex_destroy/5-2	*	pshared
 pthread_mutex_trylock/1-2	*	pshared
@@ -171,6 +174,8 @@ pthread_create/8-1	*	sigmask
 pthread_create/8-2	*	sigmask
 pthread_barrier_wait/3-2	*	handler-waits
 pthread_setcanceltype/1-1	*	async-cancel
+pthread_mutex_init/1-2	*	async-cancel
+pthread_mutex_init/3-2	*	async-cancel
 pthread_create/1-5	*	stack-addr
 pthread_exit/6-1	cm-1,cp-ts-1	fork-threads
 pthread_rwlock_unlock/4-1	*	rwlock-eperm
