@@ -108,10 +108,10 @@ async-cancel	asynchronous cancellation acts as deferred (docs/GUIDE.md): a threa
 stack-addr	a stack given with pthread_attr_setstack is stored and reported, but ursa runs the thread on a stack it maps itself (docs/GUIDE.md)
 fork-threads	fork at 1 VP keeps the other ursa threads in the child (ursa's fork contract, include/ursa.h); POSIX gives the child the calling thread only, so the child does not end when that thread exits
 rwlock-eperm	unlocking an rwlock the caller does not hold answers EPERM, which POSIX allows ("may fail"); the test accepts only 0 (glibc's answer) or EINVAL
-handler-race	the test's worker installs the signal handlers while the sender threads already send: natively the worker wins the race, under ursa at 2 VPs a sender may run first, and the signal's default action ends the process
+handler-race	the test's worker installs the signal handlers while the sender threads already send: natively the worker wins the race, under ursa at 2 VPs under cp-ts a sender runs first, and the signal's default action ends the process
 handler-exit	the handler calls pthread_exit, which POSIX does not make async-signal-safe (undefined behaviour); at 2 VPs under cp-ts the process sometimes does not end
 affinity	the test binds threads to CPUs (pthread_setaffinity_np, which ursa accepts and ignores) and checks that sched_yield lets the other thread of that CPU run: ursa's sched_yield yields to the ursa threads of the caller's VP
-cm-spin	cm and pcm never preempt: main busy-waits (lock, read, unlock, without blocking or yielding) for the threads it made, which wait behind it on its VP and never run; the cooperative models' definition (under cp-ts, and at pcm-2 when the threads run on the other VP, the test goes on, to its process-shared part)
+cm-spin	cm never preempts: main busy-waits (lock, read, unlock, without blocking or yielding) for the threads it made, which wait behind it on the one VP and never run; the model's definition (under pcm and cp-ts the test goes on, to its process-shared part)
 EOF
 )
 KNOWN=$(cat <<'EOF'
@@ -179,13 +179,13 @@ pthread_mutex_init/3-2	*	async-cancel
 pthread_create/1-5	*	stack-addr
 pthread_exit/6-1	cm-1,cp-ts-1	fork-threads
 pthread_rwlock_unlock/4-1	*	rwlock-eperm
-pthread_cond_init/4-2	pcm-2,cp-ts-2	handler-race
-pthread_mutex_init/5-3	pcm-2,cp-ts-2	handler-race
-pthread_mutex_lock/3-1	pcm-2,cp-ts-2	handler-race
+pthread_cond_init/4-2	cp-ts-2	handler-race
+pthread_mutex_init/5-3	cp-ts-2	handler-race
+pthread_mutex_lock/3-1	cp-ts-2	handler-race
 pthread_spin_lock/3-1	*	handler-exit
 sched_yield/1-1	*	affinity
-pthread_cond_timedwait/2-5	cm-1,pcm-2	cm-spin
-pthread_cond_timedwait/2-5	cp-ts-1,cp-ts-2	pshared
+pthread_cond_timedwait/2-5	cm-1	cm-spin
+pthread_cond_timedwait/2-5	pcm-2,cp-ts-1,cp-ts-2	pshared
 EOF
 )
 
