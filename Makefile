@@ -5,7 +5,7 @@
 # Also: make readme-figures RUN=<run> (README's benchmark tables from that make bench run), make test-quick (plain build only), make fuzz (the API fuzzer: URSA_FUZZ_OPS operations,
 # default 1,000,000, in the ASan+UBSan build; URSA_FUZZ_SEED replays a seed), make install
 # PREFIX=..., make clean, make posix-suite (the Open POSIX Test Suite against the pthread layer:
-# scripts/posix-suite.sh; not part of make test: it downloads the suite and takes about 25 minutes).
+# scripts/posix-suite.sh; not part of make test: it downloads the suite and takes about 31 minutes).
 PREFIX ?= /usr/local
 
 .PHONY: test test-quick fuzz bench readme-figures posix-suite install clean

@@ -816,6 +816,40 @@ static void case_once_cancel(void) {
   CHECK_EQ(pthread_once(&once_c, once_sleeps), 0);   /* done now: not run again */
 }
 
+/* A mutex handed over by unlock to a waiter is the waiter's when its lock returns (POSIX: the
+ * calling thread owns the mutex): a recursive mutex can be locked again at once and unlocked
+ * twice, an error-checking one unlocked, without EPERM, also when the waiter runs on another VP
+ * while its waker is still in unlock. */
+enum { HAND_THREADS = 16, HAND_ROUNDS = 20000 };
+static pthread_mutex_t hand_m[2];
+static long hand_count[2];                         /* hand_count[k] under hand_m[k] */
+static void *hand_worker(void *a) {
+  (void)a;
+  for (int i = 0; i < HAND_ROUNDS; i++) {
+    pthread_mutex_t *m = &hand_m[i & 1];
+    CHECK_EQ(pthread_mutex_lock(m), 0);
+    if ((i & 1) == 0) {
+      CHECK_EQ(pthread_mutex_trylock(m), 0);     /* recursive: owned, so a second level */
+      CHECK_EQ(pthread_mutex_unlock(m), 0);
+    }
+    hand_count[i & 1]++;
+    CHECK_EQ(pthread_mutex_unlock(m), 0);
+  }
+  return NULL;
+}
+static void case_mutex_handover(void) {
+  pthread_mutexattr_t ma;
+  pthread_t t[HAND_THREADS];
+  CHECK_EQ(pthread_mutexattr_init(&ma), 0);
+  CHECK_EQ(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE), 0);
+  CHECK_EQ(pthread_mutex_init(&hand_m[0], &ma), 0);
+  CHECK_EQ(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK), 0);
+  CHECK_EQ(pthread_mutex_init(&hand_m[1], &ma), 0);
+  for (int i = 0; i < HAND_THREADS; i++) t[i] = spawn(hand_worker, NULL);
+  for (int i = 0; i < HAND_THREADS; i++) join(t[i]);
+  CHECK_EQ(hand_count[0] + hand_count[1], (long)HAND_THREADS * HAND_ROUNDS);
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "threads", case_threads }, { "once", case_once }, { "keys", case_keys },
   { "mutex_static", case_mutex_static }, { "mutex_kinds", case_mutex_kinds },
@@ -824,7 +858,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "sleep", case_sleep }, { "cancel", case_cancel }, { "ring", case_ring },
   { "return_from_main", case_return_from_main }, { "sched", case_sched },
   { "trylock_owned", case_trylock_owned }, { "deadlock_waits", case_deadlock_waits },
-  { "once_cancel", case_once_cancel },
+  { "once_cancel", case_once_cancel }, { "mutex_handover", case_mutex_handover },
 };
 
 int main(int argc, char **argv) {
