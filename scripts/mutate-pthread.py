@@ -25,6 +25,7 @@ M=[
  ("once init","src/pthread/sync.c","    if (v & 2) return 0;\n","    if (v == 0) return 0;\n    if (v & 2) return 0;\n"),
  ("cancel point: cond wait","src/pthread/sync.c","  st = upt_park(me, &w, clock, abs, 1);","  st = upt_park(me, &w, clock, abs, 0);"),
  ("cancel point: sem wait","src/pthread/sync.c","  st = upt_park(me, &w, clock, mode == 2 ? abs : NULL, 1);","  st = upt_park(me, &w, clock, mode == 2 ? abs : NULL, 0);"),
+ ("cancel point: sem wait, one VP","src/pthread/sync.c","    me->cur_sem = s;\n","    (void)s;\n"),
  ("cancel point: join","src/pthread/thread.c","    st = upt_park(me, &w, clock, mode == 2 ? abs : NULL, 1);","    st = upt_park(me, &w, clock, mode == 2 ? abs : NULL, 0);"),
  ("cancel point: sleeps","src/pthread/thread.c","  if (upt_park(me, &w, clock, abs, 1) == UPT_W_CANCELED) upt_cancel_now(me);","  if (upt_park(me, &w, clock, abs, 0) == UPT_W_CANCELED) upt_cancel_now(me);"),
  ("cancel point: testcancel","src/pthread/thread.c","  if (me->cancel_state == PTHREAD_CANCEL_ENABLE &&\n      __atomic_load_n(&me->cancel_pending","  if (0 && me->cancel_state == PTHREAD_CANCEL_ENABLE &&\n      __atomic_load_n(&me->cancel_pending"),

@@ -68,7 +68,12 @@ static struct ursa__thread *mutex_owner(void *obj) {
 }
 static const struct ursa__waitkind mutex_kind = { "pthread_mutex_lock on mutex", mutex_owner, 0 };
 
-void upt_sync_boot(void) { ursa__waitkind_register(URSA__W_UPT_MUTEX, &mutex_kind); }
+static const struct ursa__waitkind sem_kind = { "sem_wait on semaphore", NULL, 0 };
+
+void upt_sync_boot(void) {
+  ursa__waitkind_register(URSA__W_UPT_MUTEX, &mutex_kind);
+  ursa__waitkind_register(URSA__W_UPT_SEM, &sem_kind);
+}
 
 /* Queues the calling thread (tok) on m and parks it until an unlock hands m over (0), or the
  * deadline passes (ETIMEDOUT: its timer has taken it off the queue).  With several VPs m->spin
@@ -641,7 +646,10 @@ UPT_EXPORT int pthread_once(pthread_once_t *once, void (*fn)(void)) {
 struct upt_sem {                 /* overlays sem_t (glibc's own sem uses the first 16 bytes)      */
   uint32_t spin;
   uint32_t value;                /* atomic                                                     */
-  struct upt_queue q;
+  union {                        /* waiters, FIFO; q.head / wq.head: non-NULL when there are any */
+    struct upt_queue q;          /* several VPs: the layer's waiters (upt_park)                */
+    struct ursa__waitq wq;       /* one VP: ursa's own queue (ursa__park_queued)               */
+  };
   uint32_t magic;                /* UPT_SEM_MAGIC while initialized by the layer; UPT_DEAD after */
   uint32_t spare;
 };
@@ -692,6 +700,28 @@ static int sem_take(struct upt_sem *s) {
   return 0;
 }
 
+/* Solo: the calling thread waits in ursa's queue of s (a post hands it the unit: 0), until its
+ * deadline (ETIMEDOUT) or a cancel request (upt_sem_cancel), which it acts on here. */
+static int sem_block_solo(struct upt_thread *me, struct upt_sem *s, int clock,
+                          const struct timespec *abs) {
+  int rc, cancellable = me->cancel_state == PTHREAD_CANCEL_ENABLE;
+  if (cancellable) {
+    if (me->cancel_pending) upt_cancel_now(me);
+    me->cur_sem = s;
+  }
+  rc = ursa__park_queued(URSA__W_UPT_SEM, s, &s->wq, NULL, abs ? upt_deadline_ns(clock, abs) : 0);
+  me->cur_sem = NULL;
+  if (rc == 0) return 0;                        /* the poster handed its unit over */
+  if (rc == -ECANCELED) upt_cancel_now(me);
+  return upt_errno(ETIMEDOUT);
+}
+
+/* pthread_cancel (solo): ends t's semaphore wait, if it is in one.  1 when it did. */
+int upt_sem_cancel(struct upt_thread *t) {
+  struct upt_sem *s = t->cur_sem;
+  return s != NULL && ursa__unpark_queued(&s->wq, t->tok, -ECANCELED);
+}
+
 /* mode 0 waits, 2 has a deadline.  A cancellation point when it blocks. */
 static int sem_block(struct upt_thread *me, struct upt_sem *s, int mode, int clock,
                      const struct timespec *abs) {
@@ -699,6 +729,7 @@ static int sem_block(struct upt_thread *me, struct upt_sem *s, int mode, int clo
   int st, e;
   if (sem_take(s)) return 0;
   if (mode == 2 && (e = upt_check_deadline(clock, abs)) != 0) return upt_errno(e);
+  if (upt_solo) return sem_block_solo(me, s, clock, mode == 2 ? abs : NULL);
   upt_spin_lock(&s->spin);
   if (sem_take(s)) { upt_spin_unlock(&s->spin); return 0; }
   upt_q_push(&s->q, &w);
@@ -755,9 +786,13 @@ UPT_EXPORT int sem_post(sem_t *ps) {
   UPT_ENTER(me);
   if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_post)(ps);
   if (mine < 0) return upt_errno(EINVAL);
-  upt_spin_lock(&s->spin);
-  while ((w = upt_q_pop(&s->q)) != NULL)
-    if (upt_wake(w)) { upt_spin_unlock(&s->spin); return 0; }   /* the unit goes to w */
+  if (upt_solo) {                               /* the unit goes to the first waiter */
+    if (s->wq.head != NULL && ursa__unpark_first(&s->wq, 0)) return 0;
+  } else {
+    upt_spin_lock(&s->spin);
+    while ((w = upt_q_pop(&s->q)) != NULL)
+      if (upt_wake(w)) { upt_spin_unlock(&s->spin); return 0; }   /* the unit goes to w */
+  }
   if (__atomic_load_n(&s->value, __ATOMIC_RELAXED) >= SEM_VALUE_MAX) {
     upt_spin_unlock(&s->spin);
     return upt_errno(EOVERFLOW);

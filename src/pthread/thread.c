@@ -86,6 +86,7 @@ static struct upt_thread *record_new(void) {
   }
   t->finished = t->detached = t->adopted = 0;
   t->joiner = t->cur_wait = NULL;
+  t->cur_sem = NULL;
   t->result = NULL;
   t->cancel_pending = 0;
   t->cancel_state = PTHREAD_CANCEL_ENABLE;
@@ -345,7 +346,9 @@ UPT_EXPORT int pthread_cancel(pthread_t th) {
   __atomic_store_n(&t->cancel_pending, 1, __ATOMIC_SEQ_CST);
   upt_spin_lock(&t->lock);
   if (upt_solo) {
-    if (t->cur_wait && solo_claim(t->cur_wait)) {
+    if (upt_sem_cancel(t)) {
+      /* (its sem_wait acts on the request) */
+    } else if (t->cur_wait && solo_claim(t->cur_wait)) {
       t->cur_wait->state = UPT_W_CANCELED;
       ursa__unpark_thread(t->tok, -ECANCELED);
     }

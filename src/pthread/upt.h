@@ -136,6 +136,7 @@ struct upt_thread {
   int detached;
   struct upt_waiter *joiner;     /* the thread blocked in pthread_join on this one           */
   struct upt_waiter *cur_wait;   /* a cancellable wait in progress (under lock)              */
+  struct upt_sem *cur_sem;       /* solo: the semaphore of a cancellable sem_wait in progress */
   void *result;
   void *(*fn)(void *);
   void *arg;
@@ -201,6 +202,10 @@ int upt_wake(struct upt_waiter *w);
  * (UPT_W_CANCELED).  For the last two the caller removes w from its queue.  abs is valid. */
 int upt_park(struct upt_thread *me, struct upt_waiter *w, int clock, const struct timespec *abs,
              int cancellable);
+
+/* Solo: ends t's semaphore wait with a cancel request, if t is in one (sync.c).  1 when it did. */
+struct upt_sem;
+int upt_sem_cancel(struct upt_thread *t);
 
 /* Acts on a cancel request: runs the cleanup handlers and ends the thread.  Does not return. */
 void upt_cancel_now(struct upt_thread *me) __attribute__((noreturn));

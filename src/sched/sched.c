@@ -337,7 +337,8 @@ void ursa__unpark(ursa_thread_t h, int res) {
 
 int ursa__park_queued(int kind, void *obj, struct ursa__waitq *q, ursa__spin_t *lock, uint64_t deadline) {
   struct ursa__vp *vp = ursa__tls_vp;
-  ursa__q_push_wait(q, &vp->cur->w, deadline);
+  ursa__q_push(q, &vp->cur->w);
+  vp->cur->w.waitq = q;                              /* (ursa__unpark_queued and a timeout read it) */
   if (ursa_likely(vp->mode == URSA__FAST)) return ursa__block_m(URSA__FAST, vp, kind, obj, lock, deadline);
   return ursa__block(vp, kind, obj, lock, deadline);
 }
@@ -351,6 +352,15 @@ bool ursa__unpark_first(struct ursa__waitq *q, int res) {
 
 void ursa__obj_lock(ursa__spin_t *l) { ursa__spin_lock(l); }
 void ursa__obj_unlock(ursa__spin_t *l) { ursa__spin_unlock(l); }
+
+bool ursa__unpark_queued(struct ursa__waitq *q, struct ursa__thread *t, int res) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  URSA_ASSERT(vp->mode != URSA__SMPMODE);
+  if (ursa__get_state(t) != URSA__BLOCKED || t->w.waitq != q) return false;   /* woken, timed out */
+  ursa__q_remove(q, &t->w);
+  ursa__wake(vp, &t->w, res);
+  return true;
+}
 
 struct ursa__thread *ursa__self_thread(void) {
   struct ursa__vp *vp = ursa__tls_vp;

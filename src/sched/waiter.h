@@ -61,6 +61,9 @@ URSA__WAITER_API void ursa__unpark_thread(struct ursa__thread *t, int res);
 URSA__WAITER_API int  ursa__park_queued(int kind, void *obj, struct ursa__waitq *q, ursa__spin_t *lock,
                                         uint64_t deadline);
 URSA__WAITER_API bool ursa__unpark_first(struct ursa__waitq *q, int res);
+/* One VP only: wakes t with res if it is still parked in q (not woken, not timed out), taking it
+ * off q: whether it was (a cancel request ending a wait, say). */
+URSA__WAITER_API bool ursa__unpark_queued(struct ursa__waitq *q, struct ursa__thread *t, int res);
 
 /* The lock of an object of the layer above that ursa__park or ursa__park_queued releases: ursa's
  * spin lock, out of line for a layer that is a library of its own (in the debug build the word
