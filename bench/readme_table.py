@@ -43,6 +43,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from smp_suite import fmt   # noqa: E402  (the one number format of run.py's tables)
 REPO = os.path.dirname(HERE)
 SAMPLE_DIR = os.path.join(HERE, "readme-run")
 SECTIONS = ("headline", "micro", "pthread", "smp")
@@ -62,16 +64,6 @@ def holds(value, op, target):
     return {"<=": value <= target, "<": value < target, ">=": value >= target, ">": value > target}[op]
 
 
-def fmt(v):
-    """3-4 significant digits, thousands separated (the format of run.py's tables)."""
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 100:
-        return f"{v:.1f}"
-    if a >= 10:
-        return f"{v:.2f}"
-    return f"{v:.3f}"
 
 
 def fmt_value(v, op, target):
