@@ -974,26 +974,28 @@ int ursa__io_init(int want, unsigned offload_threads) {
   return 0;
 }
 
+/* Whether e's poller still exists: in a state other than P_NONE, or its thread not yet ended
+ * (a stale handle: ursa_thread_getname fails). */
+static bool poller_alive(struct engine *e) {
+  char name[8];
+  uint8_t st;
+  ursa_thread_t h;
+  ursa__lock_if(smp_now(), &e->plock);
+  st = e->pstate;
+  h = e->poller;
+  ursa__unlock_if(smp_now(), &e->plock);
+  return st != P_NONE || (h != URSA_THREAD_NULL && ursa_thread_getname(h, name, sizeof name) == 0);
+}
+
 size_t ursa__io_pollers_live(void) {
   size_t n = 0;
   unsigned i;
-  char name[8];
-  for (i = 0; i < nengines; i++) {
-    struct engine *e = &engines[i];
-    uint8_t st;
-    ursa_thread_t h;
-    ursa__lock_if(smp_now(), &e->plock);
-    st = e->pstate;
-    h = e->poller;
-    ursa__unlock_if(smp_now(), &e->plock);
-    if (st != P_NONE || (h != URSA_THREAD_NULL && ursa_thread_getname(h, name, sizeof name) == 0)) n++;
-  }
+  for (i = 0; i < nengines; i++) n += poller_alive(&engines[i]);
   return n;
 }
 
 void ursa__io_fini(void) {
   unsigned i, c;
-  char name[8];
   for (i = 0; i < nengines; i++) {
     struct engine *e = &engines[i];
     ursa__lock_if(smp_now(), &e->plock);
@@ -1001,19 +1003,8 @@ void ursa__io_fini(void) {
     ursa__unlock_if(smp_now(), &e->plock);
     poller_nudge(e);
   }
-  for (i = 0; i < nengines; i++) {                 /* the pollers end: their handles go stale */
-    struct engine *e = &engines[i];
-    for (;;) {
-      uint8_t st;
-      ursa_thread_t h;
-      ursa__lock_if(smp_now(), &e->plock);
-      st = e->pstate;
-      h = e->poller;
-      ursa__unlock_if(smp_now(), &e->plock);
-      if (st == P_NONE && (h == URSA_THREAD_NULL || ursa_thread_getname(h, name, sizeof name) != 0)) break;
-      ursa_yield();
-    }
-  }
+  for (i = 0; i < nengines; i++)                   /* the pollers end: their handles go stale */
+    while (poller_alive(&engines[i])) ursa_yield();
   ursa__spin_lock(&pool.lock);
   pool.stop = 1;
   __atomic_store_n(&pool.seq, pool.seq + 1, __ATOMIC_RELAXED);
