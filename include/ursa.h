@@ -89,16 +89,21 @@ typedef struct ursa_config {
   unsigned quantum_us;    /* URSA_QUANTUM_US: cp-ts time slice, 100 .. 10,000,000 us (10,000) */
   unsigned switch_count;  /* URSA_SWITCH_COUNT: cp-ic, ursa_tick() calls between switches
                              (10,000)                                                         */
-  unsigned rotate_us;     /* URSA_ROTATE_US: several VPs, the rotator's interval timer, 100 ..
-                             10,000,000 us; 0 = none (the default).  Each VP's timer signal runs
-                             the ring step at a safe point, so threads in the Waiver Queues move
-                             on even while every VP runs a thread that does not switch.  Like
-                             cp-ts it interrupts system calls (SA_RESTART; see docs/GUIDE.md).  */
+  unsigned rotate_us;     /* URSA_ROTATE_US: several VPs, the balancing tick (the rotator's
+                             interval timer), 100 .. 10,000,000 us; 0 = the default, 1,000 us;
+                             URSA_ROTATE_OFF (URSA_ROTATE_US=0 or off) = none.  Each busy VP's
+                             timer signal, at a safe point, runs the ring step and gives ready
+                             threads to idle VPs, so threads waiting behind one that does not
+                             switch run elsewhere.  Like cp-ts it interrupts system calls
+                             (SA_RESTART; see docs/GUIDE.md).  Off where cp-ts is refused.       */
   int    io;              /* URSA_IO: the I/O engine, URSA_IO_EPOLL (URSA_IO=epoll) or
                              URSA_IO_URING (URSA_IO=uring); 0: the default (see "I/O" below) */
   unsigned offload_threads; /* URSA_OFFLOAD_THREADS: kernel threads of ursa_offload's pool,
                              1 .. 1024 (4)                                                    */
 } ursa_config_t;
+
+/* ursa_config_t.rotate_us: no balancing tick. */
+#define URSA_ROTATE_OFF 0xffffffffu
 #define URSA_IO_EPOLL 1
 #define URSA_IO_URING 2
 

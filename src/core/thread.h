@@ -80,6 +80,8 @@ struct ursa__thread {
   uint8_t              claim;        /* atomic: 1 once a waker or the timer owns t's timed wait  */
   uint8_t              pinned;       /* URSA__PIN_*: whether t runs on home only (below)         */
   uint8_t              in_extra;     /* READY in its VP's overflow list, not in the ring         */
+  uint8_t              hog;          /* ran a whole balancing period or a quantum: its next
+                                        wake-up may send it back to its idle VP (vp.c, spread) */
   uint32_t             pin_depth;    /* ursa_vp_pin nesting                                      */
   uint32_t             preempt_off;  /* ursa_preempt_disable nesting (src/model/preempt.c)       */
   char                *stack_lo;     /* lowest usable byte (above the guard)                    */

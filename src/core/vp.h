@@ -59,6 +59,7 @@ struct ursa__vp {
   uint8_t              timers_on;    /* bit k: the VP's signal timer of kind k exists (preempt.c) */
   int32_t              ic_left;      /* cp-ic: ursa_tick calls left before the next switch       */
   uint64_t             pre_sw;       /* stats.switches at the last timer tick                    */
+  uint64_t             rot_sw;       /* stats.switches at the last balancing tick (URSA_ROTATE_US) */
   uint64_t             pending_sw;   /* stats.switches when the pending preemption was deferred  */
   /* the per-VP signal timers (src/model/preempt.c): [0] cp-ts's tick, [1] the rotator's interval
    * timer (URSA_ROTATE_US); this VP's kernel thread only */

@@ -25,6 +25,8 @@
  */
 #define _GNU_SOURCE
 #include "model.h"
+#include "../sched/sched_smp.h"
+#include "../sched/policy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,12 +158,18 @@ struct ursa__vp *ursa__preempt_switch(struct ursa__vp *vp) {
   uint8_t pinned = cur->pinned;
   struct ursa__vp *home = cur->home, *now;
   uint64_t sw = vp->stats.switches;
+  if (vp->mode == URSA__SMPMODE && ursa__pol_spread(vp) != 0 && !ursa__smp_has_work(vp) &&
+      __atomic_load_n(&vp->ntimers, __ATOMIC_RELAXED) == 0) {
+    cur->hog = 1;                                    /* the others went to idle VPs: go on here */
+    return vp;
+  }
   if (!pinned) { cur->pinned = URSA__PIN_WHILE; cur->home = vp; }  /* resume on this kernel thread (see top) */
   if (URSA__TRACING()) ursa__trace_preempt(vp, cur);   /* URSA_TRACE: the slice ends by preemption */
   ursa__yield_involuntary(vp);
   now = ursa__vp_current();                          /* vp, unless cur's region moved */
   if (!pinned) { cur->pinned = URSA__PIN_NONE; cur->home = home; }
   if (now != vp || now->stats.switches != sw) now->stats.preemptions++;   /* another thread ran */
+  if (now->mode == URSA__SMPMODE) cur->hog = 1;      /* a whole quantum or count: a long runner */
   return now;
 }
 

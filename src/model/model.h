@@ -39,9 +39,11 @@ URSA_HIDDEN void ursa__pending_set(struct ursa__vp *vp, int on);
 
 /* ---- preempt.c (cp-ts) ---- */
 URSA_HIDDEN int  ursa__ts_check(void);                     /* -ENOTSUP with a message if unsafe  */
-/* Sets ursa__g.rotate_ns from URSA_ROTATE_US or the config (0: off); -EINVAL / -ENOTSUP when the
- * config asked for what cannot be had. */
+/* Sets ursa__g.rotate_ns (0: no tick) from the config's rotate_us (0: URSA_ROTATE_US, else the
+ * default; URSA_ROTATE_OFF: none); -EINVAL / -ENOTSUP when the config asked for what cannot be had
+ * (the default is quietly off where it cannot be had). */
 URSA_HIDDEN int  ursa__rot_config(unsigned rotate_us, int given);
+#define URSA__ROTATE_DEFAULT_US 1000u                /* the balancing tick's period by default */
 /* The per-VP signal timers, one facility for both kinds (preempt.c says who calls what). */
 enum { URSA__SIGTIMER_TS = 0, URSA__SIGTIMER_ROT = 1 };   /* index of vp->sigtimer, bit of timers_on */
 URSA_HIDDEN int  ursa__sigtimer_install(int kind);        /* the handler, once per ursa_init    */

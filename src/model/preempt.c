@@ -51,7 +51,9 @@
 #include <link.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -348,32 +350,41 @@ int ursa__ts_check(void) {
   return -ENOTSUP;
 }
 
-/* ---- the rotator's interval timer (URSA_ROTATE_US) ----------------------------------------------
+/* ---- the balancing tick: the rotator's interval timer (URSA_ROTATE_US) --------------------------
  * Lesser Bear's LB3 runs the ring step from an interval timer as well as at every switch: a VP
  * that runs a thread which never switches would otherwise never take the threads its backward
  * neighbour passed on (its Waiver Queue has no other consumer), and they would wait there while
- * other VPs sit idle.  With several VPs and rotate_us set, each VP has a second periodic timer on
- * CLOCK_MONOTONIC, signal URSA__ROTATE_SIGNAL, aimed at its own kernel thread.  Its handler runs
- * the step (ursa__pol_timer: take backward(i)'s Waiver Queue, pass a surplus forward, and all the
- * ready threads when forward(i) has none; wake forward(i)) only at a safe point by the rules of cp-ts above (the running thread in the
- * program's own code, not in ursa, libc or another library; preemption not disabled; on its own
- * stack; the usual mask): there no structure of this VP is half-changed, and the step takes no
- * lock that this kernel thread could hold.  Elsewhere the tick does nothing; the next one tries
- * again.  It never switches the running thread.  An idle VP disarms it (it runs the step itself).
- * Off by default: like any timer signal it ends some system calls early with EINTR (SA_RESTART
- * restarts the others).  Refused, with a warning, where cp-ts is. */
+ * other VPs sit idle.  With several VPs each VP has a second periodic timer on CLOCK_MONOTONIC
+ * (every 1,000 us by default; URSA_ROTATE_US sets it, 0 turns it off), signal URSA__ROTATE_SIGNAL,
+ * aimed at its own kernel thread.  Its handler, only at a safe point by the rules of cp-ts above
+ * (the running thread in the program's own code, not in ursa, libc or another library;
+ * preemption not disabled; on its own stack; the usual mask), where no structure of this VP is
+ * half-changed and the step takes no lock that this kernel thread could hold:
+ *   - marks the running thread a hog when the VP has not switched since the previous tick (it
+ *     ran a whole period: src/sched/vp.c, "Spread");
+ *   - runs the ring step (ursa__pol_timer: take backward(i)'s Waiver Queue, pass a surplus
+ *     forward, and all the ready threads when forward(i) has none; wake forward(i));
+ *   - gives ready threads to idle VPs (ursa__pol_spread), under every policy.
+ * Elsewhere the tick does nothing; the next one tries again.  It never switches the running
+ * thread.  An idle VP disarms it (it runs the step itself).  Like any timer signal it ends some
+ * system calls early with EINTR (SA_RESTART restarts the others; signal(7) lists those it never
+ * restarts).  Off where cp-ts is refused: quietly for the default, with a message when asked for
+ * in the environment, -ENOTSUP when asked for in the config. */
 int ursa__rot_config(unsigned rotate_us, int given) {
-  const char *why;
+  const char *why, *env = getenv("URSA_ROTATE_US");
+  int asked = given;                                  /* asked for, not the default: say why not */
   ursa__g.rotate_ns = 0;
-  if (rotate_us == 0) return 0;
-  if (rotate_us < 100 || rotate_us > 10000000) {
-    if (given) return -EINVAL;
-    fprintf(stderr, "ursa: ignoring URSA_ROTATE_US=%u: not a number from 100 to 10000000\n", rotate_us);
-    return 0;
+  if (rotate_us == URSA_ROTATE_OFF) return 0;
+  if (rotate_us == 0) {                               /* the environment, else the default */
+    if (env != NULL && (strcmp(env, "0") == 0 || strcasecmp(env, "off") == 0)) return 0;
+    rotate_us = (unsigned)ursa__env_number("URSA_ROTATE_US", 100, 10000000, URSA__ROTATE_DEFAULT_US);
+    asked = env != NULL && *env != '\0' && rotate_us != URSA__ROTATE_DEFAULT_US;
+  } else if (rotate_us < 100 || rotate_us > 10000000) {
+    return -EINVAL;
   }
-  if (ursa__g.nvps < 2) return 0;                     /* one VP: no ring */
+  if (ursa__g.nvps < 2) return 0;                     /* one VP: nothing to balance */
   if ((why = unsafe_here()) != NULL) {
-    fprintf(stderr, "ursa: the rotator's interval timer (URSA_ROTATE_US) is off here: %s\n", why);
+    if (asked) fprintf(stderr, "ursa: the balancing tick (URSA_ROTATE_US) is off here: %s\n", why);
     return given ? -ENOTSUP : 0;                     /* asked for in the config: an error */
   }
   ursa__g.rotate_ns = (uint64_t)rotate_us * 1000u;
@@ -382,6 +393,7 @@ int ursa__rot_config(unsigned rotate_us, int given) {
 
 static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   struct ursa__vp *vp = ursa__tls_vp;
+  uint64_t sw;
   int saved;
   URSA_UNUSED(sig);
   if (vp != NULL) check_switch_window(vp, ucv);
@@ -390,7 +402,11 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
     return;
   if (safe_point(vp->cur, ucv) != SAFE) return;     /* the next tick tries again */
   saved = *vp->errno_p;
+  sw = __atomic_load_n(&vp->stats.switches, __ATOMIC_RELAXED);
+  if (sw == vp->rot_sw) vp->cur->hog = 1;           /* no switch for a whole period: a long runner */
+  vp->rot_sw = sw;
   ursa__pol_timer(vp);
+  ursa__pol_spread(vp);
   *vp->errno_p = saved;
 }
 

@@ -151,7 +151,6 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__g.region_balance = c.region_balance != 0;
   ursa__g.deadlock_wait = ursa__env_word("URSA_DEADLOCK", deadlock_words, 2, 0) == 1;
   ursa__g.model = c.model;                            /* 0: ursa__model_start decides */
-  if (c.rotate_us == 0) c.rotate_us = (unsigned)ursa__env_number("URSA_ROTATE_US", 100, 10000000, 0);
   if ((err = ursa__rot_config(c.rotate_us, cfg && cfg->rotate_us)) != 0) return err;
 
   memset(vp, 0, sizeof *vp);

@@ -205,6 +205,26 @@ static void rotate(struct ursa__vp *vp) {
   if (passed) ursa__vp_kick(x->fwd);
 }
 
+/* Spread (vp.c, "Spread"): gives vp's unpinned ready threads to the idle VPs, one to each idle VP
+ * whose inbox is empty, newest first; the number given.  Run by vp's own kernel thread where no
+ * ursa lock of its is held: a preemption (src/model/model.c) or the balancing tick's handler at a
+ * safe point (src/model/preempt.c). */
+unsigned ursa__pol_spread(struct ursa__vp *vp) {
+  unsigned i, n = ursa__g.nvps, given = 0;
+  if (__atomic_load_n(&ursa__g.idle_vps, __ATOMIC_RELAXED) - (int)vp->x->in_idle <= 0) return 0;
+  for (i = 1; i < n && ursa__pq_len(vp) != 0; i++) {
+    struct ursa__vp *v = ursa__g.vps[(vp->index + i) % n];
+    struct ursa__thread *t;
+    if (!__atomic_load_n(&v->x->in_idle, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&v->x->inbox_n, __ATOMIC_RELAXED) != 0)
+      continue;
+    if ((t = pq_take_surplus(vp)) == NULL) break;      /* pinned or in a region: stays */
+    ursa__smp_ready(vp, t, v);                         /* to v's inbox, and wakes v */
+    given++;
+  }
+  return given;
+}
+
 /* The interval timer's step (URSA_ROTATE_US, src/model/preempt.c), run between two instructions of
  * the VP's running thread at a safe point: the ring step, then, when forward(i) has nothing at
  * all, every ready thread this VP keeps goes on to it too: the running thread has held this VP

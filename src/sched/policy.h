@@ -16,6 +16,8 @@ URSA_HIDDEN void ursa__pol_vp_fini(struct ursa__vp *vp);
 URSA_HIDDEN bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen);
 /* The rotator's interval timer, from its signal handler at a safe point (policy.c). */
 URSA_HIDDEN void ursa__pol_timer(struct ursa__vp *vp);
+/* Gives vp's unpinned ready threads to idle VPs, one each (vp.c, "Spread"); how many it gave. */
+URSA_HIDDEN unsigned ursa__pol_spread(struct ursa__vp *vp);
 /* At every switch of vp (rotator: drain VP_backward's Waiver Queue). */
 URSA_HIDDEN void ursa__pol_switch(struct ursa__vp *vp);
 /* vp's Protect Queue is empty: a thread from the shared structures, or NULL. */

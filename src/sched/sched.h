@@ -286,12 +286,12 @@ URSA_HIDDEN void ursa__wake_slow(struct ursa__waiter *w, int res);
 /* Several VPs: whether t, made READY by a thread of self, takes the common hand-off: t is unpinned
  * and goes to the front of self's Protect Queue, which is empty (ring, next and overflow list), so
  * it is below what any policy keeps (ursa__pol_keep >= 1) and no shared structure is involved.
- * The policy is not global and the hard build's chaos is off (ursa__g.smp_handoff).  Otherwise
+ * t is not marked hog (a long runner whose idle VP may take it back: vp.c, spread).  The policy is not global and the hard build's chaos is off (ursa__g.smp_handoff).  Otherwise
  * src/sched/vp.c's ready_slow decides.  Executed only by self's running thread or idle context. */
 static inline bool ursa__smp_handoff_ok(const struct ursa__vp *self, const struct ursa__thread *t) {
   const struct ursa__runq *q = &self->runq;
   return q->next == NULL && q->head == q->tail && q->xhead == NULL && t->region == NULL &&
-         !t->pinned && ursa__g.smp_handoff;
+         !t->pinned && !t->hog && ursa__g.smp_handoff;
 }
 static inline void ursa__smp_handoff(struct ursa__vp *self, struct ursa__thread *t) {
   URSA_ASSERT_OWNER(self);

@@ -291,9 +291,24 @@ static struct ursa__vp *home_of(const struct ursa__thread *t) {
   return t->pinned ? t->home : NULL;
 }
 
+/* A hog (see "Spread" at the top) made READY here goes back to the VP it last ran on when that VP
+ * is idle with an empty inbox, rather than wait behind this VP's running thread.  The mark is used
+ * up either way.  True when t was sent there. */
+static URSA_NOINLINE bool hog_back(struct ursa__vp *self, struct ursa__thread *t) {
+  struct ursa__vp *last = t->vp;
+  t->hog = 0;
+  if (last == self || t->region != NULL || t->pinned || last == NULL ||
+      !__atomic_load_n(&last->x->in_idle, __ATOMIC_RELAXED) ||
+      __atomic_load_n(&last->x->inbox_n, __ATOMIC_RELAXED) != 0)
+    return false;
+  inbox_push(last, t);                                 /* t->vp is last already */
+  return true;
+}
+
 /* Everything but the common case of ready() below. */
 static URSA_NOINLINE void ready_slow(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
   struct ursa__vp *home;
+  if (ursa_unlikely(t->hog) && where == self && hog_back(self, t)) return;
   if (ursa_likely(t->region == NULL && !t->pinned && where == self)) {   /* unpinned, here */
     if (ursa__g.policy != URSA__POL_GLOBAL && pq_len(self) < ursa__pol_keep(self)) {
       pq_push(self, t);
