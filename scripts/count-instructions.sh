@@ -24,8 +24,10 @@ instructions() {
 irs() {
   local n=$1; shift
   local args=("${@//@N@/$n}") out
-  # (--trace-children: ursa-run is a script that execs the program; the last process is it)
-  out=$(URSA_VPS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null --trace-children=yes "${args[@]}" 2>&1 >/dev/null)
+  # (--trace-children: ursa-run is a script that execs the program; the last process is it;
+  # URSA_ROTATE_US=0: callgrind cannot follow the balancing tick's signal, and the tick costs
+  # nothing per operation)
+  out=$(URSA_VPS=1 URSA_ROTATE_US=0 valgrind --tool=callgrind --callgrind-out-file=/dev/null --trace-children=yes "${args[@]}" 2>&1 >/dev/null)
   echo "$out" | sed -nE 's/.*Collected : ([0-9]+).*/\1/p' | tail -1
 }
 b=$dir/bench

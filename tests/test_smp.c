@@ -555,6 +555,74 @@ TEST_IMPL(smp_rotate_timer_frees_stranded_threads) {
   return 0;
 }
 
+/* ---- balancing: busy threads created on one VP spread to an idle one (issue #20) ----------------
+ * Two threads that never block or yield, both started on VP 0 and not pinned: each loops until it
+ * has seen the other one's heartbeat advance while the other reported a VP that is not its own,
+ * that is until they ran on two VPs.  Without balancing one of them waits behind the other on
+ * VP 0 for good (a time-sliced thread resumed on its own VP) and the test times out.  Under every
+ * model with several VPs: the balancing tick (URSA_ROTATE_US, on by default) under each; also the
+ * preemption itself under cp-ts and cp-ic. */
+static atomic_int spread_vp[2];
+static atomic_ulong spread_beat[2];
+static atomic_int spread_seen;
+
+static void *spread_loop(void *arg) {
+  int me = (int)(intptr_t)arg, other = 1 - me;
+  unsigned long last = atomic_load(&spread_beat[other]);
+  while (!atomic_load_explicit(&spread_seen, memory_order_relaxed)) {
+    int v = ursa_vp_self();
+    unsigned long b = atomic_load(&spread_beat[other]);
+    atomic_store(&spread_vp[me], v);
+    atomic_fetch_add(&spread_beat[me], 1);
+    if (b != last && atomic_load(&spread_vp[other]) != v && atomic_load(&spread_vp[other]) >= 0)
+      atomic_store(&spread_seen, 1);
+    last = b;
+    spin_work(200);
+    ursa_tick();
+  }
+  return NULL;
+}
+
+TEST_IMPL(smp_busy_threads_spread_every_model) {
+  static const int models[] = { URSA_MODEL_PCM, URSA_MODEL_CP_TS, URSA_MODEL_CP_IC };
+  unsigned k;
+  for (k = 0; k < sizeof models / sizeof models[0]; k++) {
+    ursa_config_t c;
+    ursa_attr_t a;
+    ursa_thread_t t[2];
+    ursa_stats_t st;
+    int i, r;
+    memset(&c, 0, sizeof c);
+    c.vps = 2;
+    c.model = models[k];
+    c.switch_count = 1000;
+    r = ursa_init(&c);
+    if (r == -ENOTSUP) {                              /* cp-ts where signals cannot preempt */
+      if (TEST_EXPECT_PREEMPT) FAIL("cp-ts was refused, but this build must support it");
+      printf("%s: not available here\n", ursa_model_name(models[k]));
+      continue;
+    }
+    ASSERT_OK(r);
+    if (!TEST_EXPECT_PREEMPT && models[k] == URSA_MODEL_PCM) {   /* no balancing tick (TSan) */
+      printf("pcm: no balancing tick here (its signal is refused, as cp-ts is)\n");
+      ASSERT_OK(ursa_fini());
+      continue;
+    }
+    for (i = 0; i < 2; i++) { atomic_store(&spread_vp[i], -1); atomic_store(&spread_beat[i], 0); }
+    atomic_store(&spread_seen, 0);
+    ASSERT_OK(ursa_attr_init(&a));
+    ASSERT_OK(ursa_attr_setvp(&a, 0));
+    for (i = 0; i < 2; i++) ASSERT_OK(ursa_create(&t[i], &a, spread_loop, (void *)(intptr_t)i));
+    for (i = 0; i < 2; i++) ASSERT_OK(ursa_join(t[i], NULL));
+    ASSERT_OK(ursa_stats(&st));
+    printf("%s: the two busy threads ran on two VPs (%llu migrations)\n", ursa_model_name(models[k]),
+           (unsigned long long)st.migrations);
+    ASSERT(st.migrations > 0);
+    ASSERT_OK(ursa_fini());
+  }
+  return 0;
+}
+
 TEST_IMPL(smp_rotate_timer_config) {
   ursa_config_t c;
   int i;

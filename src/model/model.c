@@ -153,16 +153,39 @@ void ursa__pending_set(struct ursa__vp *vp, int on) {
   }
 }
 
-struct ursa__vp *ursa__preempt_switch(struct ursa__vp *vp) {
+/* With another VP idle (src/sched/vp.c, "Spread"): the ready threads go there and the running one
+ * goes on here; or, when they cannot move (pinned: preempted before), the running one goes there
+ * itself if the preemption came at a call site; in a signal handler it cannot (see top), so the
+ * preemption is deferred once to the thread's next call site.  Whether the preemption is done. */
+static bool preempt_spread(struct ursa__vp *vp, struct ursa__thread *cur, bool at_call) {
+  struct ursa__vp *to;
+  if (vp->mode != URSA__SMPMODE || ursa__smp_idle_vp(vp) == NULL) return false;
+  ursa__pol_spread(vp);
+  if (!ursa__smp_has_work(vp) && __atomic_load_n(&vp->ntimers, __ATOMIC_RELAXED) == 0) {
+    cur->hog = 1;                                    /* nothing waits here any more: go on */
+    return true;
+  }
+  if (cur->region != NULL || cur->pinned || (to = ursa__smp_idle_vp(vp)) == NULL) return false;
+  if (!at_call) {
+    if (vp->spread_deferred) { vp->spread_deferred = 0; return false; }   /* once: no starving */
+    vp->spread_deferred = 1;
+    ursa__pending_set(vp, 1);                        /* at its next ursa call or ursa_tick */
+    return true;
+  }
+  vp->spread_deferred = 0;
+  cur->hog = 1;
+  vp->stats.preemptions++;
+  if (URSA__TRACING()) ursa__trace_preempt(vp, cur);
+  ursa__smp_yield_away(vp, to);
+  return true;
+}
+
+struct ursa__vp *ursa__preempt_switch(struct ursa__vp *vp, bool at_call) {
   struct ursa__thread *cur = vp->cur;
   uint8_t pinned = cur->pinned;
   struct ursa__vp *home = cur->home, *now;
   uint64_t sw = vp->stats.switches;
-  if (vp->mode == URSA__SMPMODE && ursa__pol_spread(vp) != 0 && !ursa__smp_has_work(vp) &&
-      __atomic_load_n(&vp->ntimers, __ATOMIC_RELAXED) == 0) {
-    cur->hog = 1;                                    /* the others went to idle VPs: go on here */
-    return vp;
-  }
+  if (preempt_spread(vp, cur, at_call)) return ursa__vp_current();
   if (!pinned) { cur->pinned = URSA__PIN_WHILE; cur->home = vp; }  /* resume on this kernel thread (see top) */
   if (URSA__TRACING()) ursa__trace_preempt(vp, cur);   /* URSA_TRACE: the slice ends by preemption */
   ursa__yield_involuntary(vp);
@@ -178,7 +201,7 @@ void ursa__preempt_deferred(struct ursa__vp *vp) {
   ursa__pending_set(vp, 0);
   if (vp->stats.switches != vp->pending_sw) return;   /* it has switched since: nothing is owed */
   if (cur->preempt_off) { ursa__pending_set(vp, 1); return; }   /* at ursa_preempt_enable */
-  ursa__preempt_switch(vp);
+  ursa__preempt_switch(vp, true);
 }
 
 /* The fast part is the countdown: under cp-ic vp->ic_left starts at switch_count; under the other
@@ -195,7 +218,7 @@ void ursa__tick(void) {
   vp->ic_left = ursa__g.switch_count;
   vp->stats.ticks += (uint64_t)ursa__g.switch_count;  /* counted a whole round at a time */
   if (vp->cur->preempt_off) { ursa__pending_set(vp, 1); return; }   /* at ursa_preempt_enable */
-  ursa__preempt_switch(vp);
+  ursa__preempt_switch(vp, true);
 }
 
 int ursa_preempt_disable(void) {

@@ -32,8 +32,11 @@ URSA_HIDDEN void ursa__preempt_deferred(struct ursa__vp *vp);
 /* Switches the running thread out involuntarily (a time slice or a tick count ended): a yield that
  * keeps the thread on this VP, since the compiled code it was interrupted in may hold addresses
  * of this kernel thread's TLS (errno, __thread).  Counts a preemption when another thread ran.
+ * With another VP idle it spreads instead (model.c, preempt_spread); at_call: the preemption
+ * comes at a call into ursa (cp-ic's count, a deferred one), where the thread may move, as at any
+ * ursa call; false in cp-ts's signal handler.
  * Returns the VP the thread runs on now (vp, unless its region moved meanwhile). */
-URSA_HIDDEN struct ursa__vp *ursa__preempt_switch(struct ursa__vp *vp);
+URSA_HIDDEN struct ursa__vp *ursa__preempt_switch(struct ursa__vp *vp, bool at_call);
 /* Sets or clears vp->pre_pending, keeping ursa__tick_flag's count of pending VPs. */
 URSA_HIDDEN void ursa__pending_set(struct ursa__vp *vp, int on);
 

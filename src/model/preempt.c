@@ -226,7 +226,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv) {
   }
   ursa__pending_set(vp, 0);
   pthread_sigmask(SIG_UNBLOCK, &tick_set, NULL);   /* the next thread runs with ticks on */
-  now = ursa__preempt_switch(vp);             /* the same VP, unless t's region moved */
+  now = ursa__preempt_switch(vp, false);             /* the same VP, unless t's region moved */
   if (now != vp) sigaltstack(NULL, &uc->uc_stack);   /* sigreturn installs uc_stack: keep now's */
   *now->errno_p = saved;
 }

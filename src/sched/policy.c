@@ -210,16 +210,12 @@ static void rotate(struct ursa__vp *vp) {
  * ursa lock of its is held: a preemption (src/model/model.c) or the balancing tick's handler at a
  * safe point (src/model/preempt.c). */
 unsigned ursa__pol_spread(struct ursa__vp *vp) {
-  unsigned i, n = ursa__g.nvps, given = 0;
-  if (__atomic_load_n(&ursa__g.idle_vps, __ATOMIC_RELAXED) - (int)vp->x->in_idle <= 0) return 0;
-  for (i = 1; i < n && ursa__pq_len(vp) != 0; i++) {
-    struct ursa__vp *v = ursa__g.vps[(vp->index + i) % n];
-    struct ursa__thread *t;
-    if (!__atomic_load_n(&v->x->in_idle, __ATOMIC_RELAXED) ||
-        __atomic_load_n(&v->x->inbox_n, __ATOMIC_RELAXED) != 0)
-      continue;
-    if ((t = pq_take_surplus(vp)) == NULL) break;      /* pinned or in a region: stays */
-    ursa__smp_ready(vp, t, v);                         /* to v's inbox, and wakes v */
+  unsigned given = 0;
+  struct ursa__vp *v;
+  while (ursa__pq_len(vp) != 0 && (v = ursa__smp_idle_vp(vp)) != NULL) {
+    struct ursa__thread *t = pq_take_surplus(vp);
+    if (t == NULL) break;                              /* pinned or in a region: stays */
+    ursa__smp_ready(vp, t, v);                         /* to v's inbox (now not empty), wakes v */
     given++;
   }
   return given;

@@ -69,6 +69,8 @@ URSA_HIDDEN int  ursa__smp_reserve(uint64_t live);          /* grows every timer
 /* Makes the READY thread t runnable where it belongs: its home (pinned, region) or `where`. */
 URSA_HIDDEN void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where);
 URSA_HIDDEN int  ursa__smp_yield(struct ursa__vp *vp);
+URSA_HIDDEN int  ursa__smp_yield_away(struct ursa__vp *vp, struct ursa__vp *to);
+URSA_HIDDEN struct ursa__vp *ursa__smp_idle_vp(struct ursa__vp *vp);
 URSA_HIDDEN void ursa__smp_timers_fire(struct ursa__vp *vp, uint64_t now);
 URSA_HIDDEN struct ursa__vp *ursa__smp_place(struct ursa__vp *self, int want);
 URSA_HIDDEN uint64_t ursa__smp_next_id(struct ursa__vp *vp);

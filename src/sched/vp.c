@@ -461,6 +461,31 @@ int ursa__smp_yield(struct ursa__vp *vp) {
   return switch_to(vp, cur, next);
 }
 
+/* A yield whose thread goes on to the VP `to` (spread, at a preemption that came at a call site:
+ * src/model/model.c); 0 at once when nothing else is ready here.  `to` may take cur before this
+ * switch has saved it: the on-CPU byte makes it wait (top). */
+int ursa__smp_yield_away(struct ursa__vp *vp, struct ursa__vp *to) {
+  struct ursa__thread *cur = vp->cur, *next = pick(vp, cur->region);
+  if (next == NULL) return 0;
+  ursa__set_state(cur, URSA__READY);
+  cur->w.wake_result = 0;
+  ready(vp, cur, to);                                  /* to's inbox, and wakes it */
+  return switch_to(vp, cur, next);
+}
+
+/* An idle VP other than vp with an empty inbox (spread), or NULL. */
+struct ursa__vp *ursa__smp_idle_vp(struct ursa__vp *vp) {
+  unsigned i, n = ursa__g.nvps;
+  if (__atomic_load_n(&ursa__g.idle_vps, __ATOMIC_RELAXED) - (int)vp->x->in_idle <= 0) return NULL;
+  for (i = 1; i < n; i++) {
+    struct ursa__vp *v = ursa__g.vps[(vp->index + i) % n];
+    if (__atomic_load_n(&v->x->in_idle, __ATOMIC_RELAXED) &&
+        __atomic_load_n(&v->x->inbox_n, __ATOMIC_RELAXED) == 0)
+      return v;
+  }
+  return NULL;
+}
+
 void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *result) {
   struct ursa__waiter *joiner;
   uint8_t detached;
