@@ -286,32 +286,49 @@ static void *storm(void *arg) {
   return NULL;
 }
 
-TEST_IMPL(smp_storm_sync_objects) {
+/* One storm on vps VPs under policy p: the invariants after every thread has joined. */
+static int storm_round(unsigned vps, int p, long iters) {
   ursa_thread_t t[STORM_THREADS];
-  int p;
   long i;
-  storm_iters = 4000 / (TEST_TIME_FACTOR * TEST_CHAOS_FACTOR);
-  for (p = 0; p < 4; p++) {
-    ASSERT_OK(smp_init(2, policies[p], 2));
-    ASSERT_OK(ursa_mutex_init(&storm_m, URSA_MUTEX_NORMAL));
-    ASSERT_OK(ursa_cond_init(&storm_c));
-    ASSERT_OK(ursa_sem_init(&storm_s, 3));
-    ASSERT_OK(ursa_mvar_init(&storm_mv));
-    storm_counter = storm_tokens = 0;
-    atomic_store(&storm_taken_sum, 0);
-    atomic_store(&storm_put_sum, 0);
-    for (i = 0; i < STORM_THREADS; i++) ASSERT_OK(ursa_create(&t[i], NULL, storm, (void *)(intptr_t)i));
-    for (i = 0; i < STORM_THREADS; i++) ASSERT_OK(ursa_join(t[i], NULL));
-    ASSERT_EQ(storm_counter, STORM_THREADS * storm_iters);
-    ASSERT_EQ(storm_tokens, 0);
-    ASSERT_EQ(atomic_load(&storm_taken_sum), atomic_load(&storm_put_sum));
-    { int v; ASSERT_OK(ursa_sem_getvalue(&storm_s, &v)); ASSERT_EQ(v, 3); }
-    ASSERT_OK(ursa_mvar_destroy(&storm_mv));
-    ASSERT_OK(ursa_sem_destroy(&storm_s));
-    ASSERT_OK(ursa_cond_destroy(&storm_c));
-    ASSERT_OK(ursa_mutex_destroy(&storm_m));
-    ASSERT_OK(ursa_fini());
-  }
+  storm_iters = iters;
+  ASSERT_OK(smp_init(vps, policies[p], 2));
+  ASSERT_OK(ursa_mutex_init(&storm_m, URSA_MUTEX_NORMAL));
+  ASSERT_OK(ursa_cond_init(&storm_c));
+  ASSERT_OK(ursa_sem_init(&storm_s, 3));
+  ASSERT_OK(ursa_mvar_init(&storm_mv));
+  storm_counter = storm_tokens = 0;
+  atomic_store(&storm_taken_sum, 0);
+  atomic_store(&storm_put_sum, 0);
+  for (i = 0; i < STORM_THREADS; i++) ASSERT_OK(ursa_create(&t[i], NULL, storm, (void *)(intptr_t)i));
+  for (i = 0; i < STORM_THREADS; i++) ASSERT_OK(ursa_join(t[i], NULL));
+  ASSERT_EQ(storm_counter, STORM_THREADS * storm_iters);
+  ASSERT_EQ(storm_tokens, 0);
+  ASSERT_EQ(atomic_load(&storm_taken_sum), atomic_load(&storm_put_sum));
+  { int v; ASSERT_OK(ursa_sem_getvalue(&storm_s, &v)); ASSERT_EQ(v, 3); }
+  ASSERT_OK(ursa_mvar_destroy(&storm_mv));
+  ASSERT_OK(ursa_sem_destroy(&storm_s));
+  ASSERT_OK(ursa_cond_destroy(&storm_c));
+  ASSERT_OK(ursa_mutex_destroy(&storm_m));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
+TEST_IMPL(smp_storm_sync_objects) {
+  int p;
+  for (p = 0; p < 4; p++)
+    if (storm_round(2, p, 4000 / (TEST_TIME_FACTOR * TEST_CHAOS_FACTOR)) != 0) return 1;
+  return 0;
+}
+
+/* Issue #20: the storm at 4, 8 and 16 VPs (more VPs than cores here: correctness, not speed),
+ * every policy. */
+TEST_IMPL(smp_storm_many_vps) {
+  static const unsigned vps[] = { 4, 8, 16 };
+  unsigned k;
+  int p;
+  for (k = 0; k < 3; k++)
+    for (p = 0; p < 4; p++)
+      if (storm_round(vps[k], p, 600 / (TEST_TIME_FACTOR * TEST_CHAOS_FACTOR)) != 0) return 1;
   return 0;
 }
 
@@ -703,20 +720,37 @@ static void *churn_parent(void *arg) {
   return NULL;
 }
 
-TEST_IMPL(smp_create_join_detach_churn) {
+/* Four parents on vps VPs under policy p, each creating n joined and n detached leaves. */
+static int churn_round(unsigned vps, int p, long n) {
   ursa_thread_t t[4];
+  int i, r;
+  atomic_store(&churn_done, 0);
+  ASSERT_OK(smp_init(vps, policies[p], 2));
+  for (i = 0; i < 4; i++) ASSERT_OK(ursa_create(&t[i], NULL, churn_parent, (void *)(intptr_t)n));
+  for (i = 0; i < 4; i++) ASSERT_OK(ursa_join(t[i], NULL));
+  while (atomic_load(&churn_done) < 8 * n) ursa_sleep_ns(MS);   /* the detached ones */
+  while ((r = ursa_fini()) == -EBUSY) ursa_sleep_ns(MS);        /* ... have returned */
+  ASSERT_OK(r);
+  return 0;
+}
+
+TEST_IMPL(smp_create_join_detach_churn) {
   long n = 20000 / (TEST_TIME_FACTOR * TEST_CHAOS_FACTOR);   /* hard build: 12.2 s of 60 beside two
                                                                CPU hogs with the full size */
-  int i, p, r;
-  for (p = 0; p < 4; p++) {
-    atomic_store(&churn_done, 0);
-    ASSERT_OK(smp_init(2, policies[p], 2));
-    for (i = 0; i < 4; i++) ASSERT_OK(ursa_create(&t[i], NULL, churn_parent, (void *)(intptr_t)n));
-    for (i = 0; i < 4; i++) ASSERT_OK(ursa_join(t[i], NULL));
-    while (atomic_load(&churn_done) < 8 * n) ursa_sleep_ns(MS);   /* the detached ones */
-    while ((r = ursa_fini()) == -EBUSY) ursa_sleep_ns(MS);        /* ... have returned */
-    ASSERT_OK(r);
-  }
+  int p;
+  for (p = 0; p < 4; p++)
+    if (churn_round(2, p, n) != 0) return 1;
+  return 0;
+}
+
+/* Issue #20: the churn at 4, 8 and 16 VPs, every policy. */
+TEST_IMPL(smp_churn_many_vps) {
+  static const unsigned vps[] = { 4, 8, 16 };
+  unsigned k;
+  int p;
+  for (k = 0; k < 3; k++)
+    for (p = 0; p < 4; p++)
+      if (churn_round(vps[k], p, 2000 / (TEST_TIME_FACTOR * TEST_CHAOS_FACTOR)) != 0) return 1;
   return 0;
 }
 
