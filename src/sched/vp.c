@@ -13,6 +13,26 @@
  *   pinned (main, ursa_attr_setbound, ursa_vp_pin, or a member of a region): a pinned thread only
  *   ever runs on its home VP (a region's home is region->vp), and is sent to that VP's inbox.
  *
+ * Spread (issue #20).  The hand-off rule keeps a ping-pong pair on one VP, but it also keeps a
+ *   woken thread waiting behind a waker that goes on computing while another VP has nothing to do
+ *   (the CP producer/consumer gained nothing from a second VP).  So, off the hand-off path:
+ *   - at a preemption (cp-ts quantum, cp-ic count) and at each balancing tick (URSA_ROTATE_US,
+ *     every 1 ms by default: src/model/preempt.c), a VP that holds unpinned ready threads while
+ *     another VP is idle (in its idle context, inbox empty) gives them away, one per idle VP
+ *     (ursa__pol_spread).  A preemption that leaves nothing to run here does not switch.  When the
+ *     ready threads cannot move (pinned: preempted themselves, see model.c) and the preemption
+ *     came at a call into ursa, the running thread goes to the idle VP instead
+ *     (ursa__smp_yield_away); in cp-ts's signal handler it cannot (TLS addresses), so the
+ *     preemption is deferred once to the thread's next call.
+ *   - a thread that the tick found running a whole period without a switch, or that was
+ *     preempted, is marked t->hog (a long runner).  Its next wake-up sends it back to the VP it
+ *     last ran on when that VP is idle and not the waker's (hog_back), instead of queueing it
+ *     behind the waker; the mark is used up either way.  A ping-pong pair or a ring switches far
+ *     more often than once a period, so it keeps the hand-off; the one extra test on that path is
+ *     t->hog in ursa__smp_handoff_ok.
+ *   t->hog is written by the VP running t (its tick's handler or its preemption) and read and
+ *   cleared by its waker: the wait/wake protocol orders the two, as for every field of a thread.
+ *
  * The on-CPU byte (arch/context.h): a thread can be made READY by another VP while its own VP is
  *   still switching away from it (it unlocked the object it waits on, then switches).  Every
  *   switch clears the byte of the thread it saved, as its last store to it and only once its
