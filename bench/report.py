@@ -1129,6 +1129,7 @@ def main():
     ap.add_argument("--micro", help="the JSON of bench/run.py (micro-benchmarks, peers, SMP section)")
     ap.add_argument("--models", help="the JSON of bench/models_suite.py")
     ap.add_argument("--apps", help="the JSON of bench/apps_suite.py")
+    ap.add_argument("--scaling", help="the JSON of bench/count_shared_writes.py (optional)")
     ap.add_argument("--run", default="", help="the run's id (make bench's UTC stamp)")
     ap.add_argument("--mode", default="default", choices=("quick", "default", "full"),
                     help="the sizes the suites ran at (make bench: default; FULL=1: full)")
@@ -1158,6 +1159,10 @@ def main():
         plots, why = make_plots(micro, apps, a.plots)
     sm = summary(a, micro, models, apps, errors)
     text = build_report(a, micro, models, apps, errors, plots, why, t0, sm)
+    if a.scaling:                         # issue #20's counters, when this run measured them
+        sc, err = load(a.scaling)
+        text += "\n## Scaling counters: shared-line writes and VP wake-ups per operation (issue #20)\n\n"
+        text += (sc.get("markdown") if sc and sc.get("markdown") else f"Not measured: {err or 'no Markdown'}.") + "\n"
     try:
         os.makedirs(os.path.dirname(a.out), exist_ok=True)
         with open(a.out + ".tmp", "w") as f:

@@ -45,6 +45,8 @@ mkdir -p results
 phase 2 "micro-benchmarks, peers, SMP (bench/run.py)"
 if [ "$mode" = full ]; then suite micro python3 bench/run.py --build build-release --json "results/micro-$run.json" --runs 10
 else suite micro python3 bench/run.py --build build-release --json "results/micro-$run.json"; fi
+echo "bench 2/5 | scaling counters at 2, 4, 8, 16 VPs under callgrind (bench/count_shared_writes.py)" >&2
+suite scaling python3 bench/count_shared_writes.py --build build-release --json "results/scaling-$run.json" >/dev/null
 
 phase 3 "execution models, Tables I-IV (bench/models_suite.py)"
 if [ "$mode" = full ]; then suite models python3 bench/models_suite.py --build build-release --json "results/models-$run.json" --full
@@ -60,7 +62,8 @@ py=python3
 command="make bench"; [ "$mode" = full ] && command="make bench FULL=$FULL"
 $py bench/report.py --run "$run" --mode "$mode" --command "$command" \
   --started "$start" --status "$st" --phase-times "$times" --build build-release \
-  --micro "results/micro-$run.json" --models "results/models-$run.json" --apps "results/apps-$run.json"
+  --micro "results/micro-$run.json" --models "results/models-$run.json" --apps "results/apps-$run.json" \
+  --scaling "results/scaling-$run.json"
 r=$?
 # report.py: 0 = written, every answer verified; 3 = written, something failed verification (its
 # summary, just above, says what); else it could not write the report.
