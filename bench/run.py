@@ -150,6 +150,7 @@ GO_UNITS = {"yield": "ns/switch", "chan": "ns/pass", "ring": "ns/pass", "create"
 # creations.
 RADIX_R = 8
 RADIX_LIST = f"{smp_suite.RADIX_WARMUP},{RADIX_R}"
+GO_RADIX_OTHER = (1, 4, 10)          # with RADIX_R: the SMP section's default radices
 
 # The suite, in table order.  Counts follow the task; est is measured on the development VM.
 SUITE = [
@@ -250,6 +251,9 @@ SUITE = [
           args=("live-time",), max_runs=RSS_1M_MAX_RUNS),
     *[go_bench(f"radix-2^{RADIX_R}", p, "2^8 goroutines + WaitGroup per phase", 22, 22, (0.5, 0.4),
                args=("radix", RADIX_LIST)) for p in GO_PROCS],
+    # issue #20: Go at GOMAXPROCS=N at the SMP section's other radices too (radix_vs_go below)
+    *[go_bench(f"radix-2^{r}", NCPU, "2^8 goroutines + WaitGroup per phase", 22, 22, (0.5, 0.4),
+               args=("radix", f"{smp_suite.RADIX_WARMUP},{r}")) for r in GO_RADIX_OTHER if NCPU > 1],
     Bench(f"radix-2^{RADIX_R}", "boost-fiber", "boost_fiber_radix", "ms", 22, 22, 0.5,
           "2^8 fibers (64 KiB stacks) made, then each resumed to its end, per phase; 1 kernel thread",
           args=(RADIX_LIST,), counts=False),
@@ -618,6 +622,28 @@ def evaluate_targets(entries):
     return out
 
 
+def radix_vs_go(entries, smp_entries):
+    """Issue #20: the radix sort with ursa at N VPs (the SMP section's) against Go at GOMAXPROCS=N,
+    at every radix both ran: a target row (the worst ratio, < 1.0), or none on one CPU."""
+    if NCPU < 2:
+        return []
+    micro = {(e["bench"], e["impl"]): e for e in entries}
+    smp = {(e["bench"], e["impl"]): e for e in smp_entries}
+    ratios = []
+    for (bench, impl), e in sorted(smp.items(), key=lambda kv: int(kv[0][0].split("^")[1])
+                                   if kv[0][0].startswith("radix-2^") else 0):
+        g = micro.get((bench, f"go{NCPU}"))
+        if impl == f"ursa-{NCPU}vp" and g and e["status"] == "ok" and g["status"] == "ok":
+            ratios.append((bench[len("radix-"):], e["median"] / g["median"]))
+    r = {"name": f"radix sort: ursa {NCPU} VPs / Go GOMAXPROCS={NCPU}, every radix (worst; issue #20)",
+         "op": "<", "target": 1.0, "value": None, "status": "n/a", "reason": "no radix with both figures"}
+    if ratios:
+        worst = max(ratios, key=lambda x: x[1])
+        r.update(value=worst[1], status="met" if worst[1] < 1.0 else "missed",
+                 reason=f"worst at {worst[0]}; " + ", ".join(f"{b}: {v:.3f}" for b, v in ratios))
+    return [r]
+
+
 def evaluate_pthread_layer(entries, smp_entries, targets, smp_checks):
     """The rows of PTHREAD_LAYER: each operand's median, min and max (or its status), the speed-up
     native / ursa-run, the ratio ursa-run / ursa's own, and the goals with their results (copied
@@ -906,6 +932,8 @@ def main():
         return 130
     wall = progress.elapsed()
     targets = evaluate_targets(entries) if run_micro else []
+    if run_micro and run_smp:
+        targets += radix_vs_go(entries, smp_entries)
     comparisons = evaluate_comparisons(entries, smp_entries) if run_micro else []
     smp_checks = smp_suite.checks(smp_entries, smp_settings) if run_smp else []
     pthread_layer = evaluate_pthread_layer(entries, smp_entries, targets, smp_checks) if run_micro else []
