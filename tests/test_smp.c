@@ -320,16 +320,20 @@ TEST_IMPL(smp_storm_sync_objects) {
   return 0;
 }
 
-/* Issue #20: the storm at 4, 8 and 16 VPs (more VPs than cores here: correctness, not speed),
+/* Issue #20: a round at 4, 8 and 16 VPs (more VPs than cores here: correctness, not speed) under
  * every policy. */
-TEST_IMPL(smp_storm_many_vps) {
+static int many_vps(int (*round)(unsigned vps, int p, long n), long n) {
   static const unsigned vps[] = { 4, 8, 16 };
   unsigned k;
   int p;
   for (k = 0; k < 3; k++)
     for (p = 0; p < 4; p++)
-      if (storm_round(vps[k], p, 600 / (TEST_TIME_FACTOR * TEST_CHAOS_FACTOR)) != 0) return 1;
+      if (round(vps[k], p, n) != 0) return 1;
   return 0;
+}
+
+TEST_IMPL(smp_storm_many_vps) {
+  return many_vps(storm_round, 600 / (TEST_TIME_FACTOR * TEST_CHAOS_FACTOR));
 }
 
 /* ---- timed waits racing posts from another VP: no unit lost or duplicated ---------------------- */
@@ -743,15 +747,9 @@ TEST_IMPL(smp_create_join_detach_churn) {
   return 0;
 }
 
-/* Issue #20: the churn at 4, 8 and 16 VPs, every policy. */
+/* Issue #20: the churn at 4, 8 and 16 VPs, every policy (many_vps above). */
 TEST_IMPL(smp_churn_many_vps) {
-  static const unsigned vps[] = { 4, 8, 16 };
-  unsigned k;
-  int p;
-  for (k = 0; k < 3; k++)
-    for (p = 0; p < 4; p++)
-      if (churn_round(vps[k], p, 2000 / (TEST_TIME_FACTOR * TEST_CHAOS_FACTOR)) != 0) return 1;
-  return 0;
+  return many_vps(churn_round, 2000 / (TEST_TIME_FACTOR * TEST_CHAOS_FACTOR));
 }
 
 /* ---- deadlock and exit with several VPs ------------------------------------------------------- */
