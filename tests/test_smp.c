@@ -644,6 +644,49 @@ TEST_IMPL(smp_busy_threads_spread_every_model) {
   return 0;
 }
 
+/* Issue #20, the second rule of "Spread" (src/sched/vp.c): a long runner (it computed for many
+ * balancing periods without a switch) that blocks and is then woken by a thread of another VP
+ * goes back to its own, idle VP, even when the waker blocks right after the wake-up (which would
+ * otherwise hand the VP over to it on the waker's VP).  If the machine is so slow that the
+ * runner has not blocked yet when main posts, it never leaves VP 1 and the test passes too. */
+static ursa_sem_t hog_sem;
+static atomic_int hog_waiting;
+
+static void *hog_runner(void *arg) {
+  (void)arg;
+  spin_work(20000000ull);                           /* many 1 ms periods on VP 1 (also under Valgrind) */
+  atomic_store(&hog_waiting, 1);
+  ASSERT_OK(ursa_sem_wait(&hog_sem));
+  return (void *)(intptr_t)ursa_vp_self();
+}
+
+TEST_IMPL(smp_long_runner_woken_on_its_idle_vp) {
+  ursa_attr_t a;
+  ursa_thread_t t;
+  void *vp;
+  int r;
+  ASSERT_OK(smp_init(2, 0, 0));
+  ASSERT_OK(ursa_sem_init(&hog_sem, 0));
+  atomic_store(&hog_waiting, 0);
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setvp(&a, 1));                /* unbound: it may move */
+  ASSERT_OK(ursa_create(&t, &a, hog_runner, NULL));
+  while (!atomic_load(&hog_waiting)) ASSERT_OK(ursa_sleep_ns(MS));
+  ASSERT_OK(ursa_sleep_ns(20 * MS));                /* it blocks on hog_sem meanwhile */
+  ASSERT_OK(ursa_sem_post(&hog_sem));               /* then main blocks at once */
+  ASSERT_OK(ursa_join(t, &vp));
+  r = (int)(intptr_t)vp;
+  printf("the long runner resumed on VP %d\n", r);
+  ASSERT_OK(ursa_sem_destroy(&hog_sem));
+  ASSERT_OK(ursa_fini());
+  if (!TEST_EXPECT_PREEMPT) RETURN_SKIP("no balancing tick here (its signal is refused, as cp-ts is)");
+#if defined(URSA_TEST_HARD)
+  RETURN_SKIP("the hard build sends every woken thread to a VP chosen at random (URSA_SEED)");
+#endif
+  ASSERT_EQ(r, 1);
+  return 0;
+}
+
 TEST_IMPL(smp_rotate_timer_config) {
   ursa_config_t c;
   int i;
