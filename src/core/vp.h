@@ -53,6 +53,10 @@ struct ursa__vp {
   struct ursa__thread *main_thread;  /* the thread that called ursa_init (VP 0 only)           */
   struct ursa__smp    *x;            /* SMP state (src/sched/sched_smp.h), NULL with one VP      */
   ursa__spin_t         tlock;        /* guards the timer heap when smp (wakers cancel timers)   */
+  /* solo (src/sched/vp.c, "Solo"): the object locks this VP holds without having written them,
+   * taken while every other VP slept; made real by ursa__solo_end before a kick. Owner only. */
+  uint32_t             solo_n;
+  ursa__spin_t        *solo_held[4];
   /* preemption (src/model/preempt.c): written by this VP's kernel thread only, by its code or by
    * its timer signal's handler (relaxed atomics or exchanges where both write) */
   uint8_t              pre_pending;  /* a preemption was deferred: take it at the next safe point */
@@ -131,6 +135,7 @@ struct ursa__global {
   struct ursa__vp **vps;             /* vps[i], vps[0] == &vp0                                */
   int64_t  live;                     /* atomic: live threads (SMP)                            */
   int      sleepers;                 /* atomic: VPs asleep with no timer (vp.c)               */
+  int      solo_sleepers;            /* nvps - 1: sleepers when one VP is solo (ursa__solo)    */
   int      idle_vps;                 /* atomic: VPs in their idle context (policy.c balances)  */
   uint32_t timers_cap_all;           /* every VP's heap holds at least this many (SMP)        */
   /* execution model (src/model/) */
@@ -172,13 +177,62 @@ URSA_HIDDEN int ursa__novp(void) __attribute__((cold));
   struct ursa__vp *vp = ursa__tls_vp;                            \
   if (ursa_unlikely(vp == NULL)) return ursa__novp()
 
-/* An object's lock: taken only when the runtime has several VPs (URSA__SMPMODE), so
- * with one VP the core's paths stay free of atomics (ursa__lock_if, base.h). */
-static inline void ursa__olock(const struct ursa__vp *vp, ursa__spin_t *l) {
-  ursa__lock_if(vp->mode == URSA__SMPMODE, l);
+/* Solo (src/sched/vp.c, "Solo"): every VP but the caller's sleeps, counted in sleepers (state
+ * 3), so only a kick from this VP can wake one.  Acquire: pairs with each sleeper's increment,
+ * made after its last access to any object. */
+static inline bool ursa__solo(void) {
+  return __atomic_load_n(&ursa__g.sleepers, __ATOMIC_ACQUIRE) == ursa__g.solo_sleepers;
 }
-static inline void ursa__ounlock(const struct ursa__vp *vp, ursa__spin_t *l) {
-  ursa__unlock_if(vp->mode == URSA__SMPMODE, l);
+/* Takes back l if this VP holds it without having written it: true then. */
+static inline bool ursa__solo_drop(struct ursa__vp *vp, const ursa__spin_t *l) {
+  uint32_t i = vp->solo_n;
+  while (i-- > 0) {
+    if (vp->solo_held[i] == l) {
+      vp->solo_held[i] = vp->solo_held[--vp->solo_n];   /* order does not matter */
+      return true;
+    }
+  }
+  return false;
+}
+/* Makes every lock this VP holds without having written it a real one (ursa__vp_kick, before it
+ * wakes a VP: from then on another VP may take them).  They are all free: nobody else ran. */
+URSA_HIDDEN void ursa__solo_end(struct ursa__vp *vp);
+
+/* An object's lock, for objects that only ursa threads touch (never a kernel thread outside the
+ * VPs): taken only when the runtime has several VPs (URSA__SMPMODE), so with one VP the core's
+ * paths stay free of atomics; and while this VP is solo only noted (no atomic, no write to the
+ * lock's line), since no other VP can run until this one kicks it.  ursa__ounlock releases
+ * either kind; a lock taken with ursa__olock is released with ursa__ounlock (or by the block
+ * path, which uses it).  The _smp forms are for callers that know the mode is URSA__SMPMODE. */
+static inline void ursa__olock_smp(struct ursa__vp *vp, ursa__spin_t *l) {
+  uint32_t n = vp->solo_n;
+  if (ursa__solo() && ursa_likely(n < sizeof vp->solo_held / sizeof vp->solo_held[0])) {
+    vp->solo_held[n] = l;
+    vp->solo_n = n + 1;
+    return;
+  }
+  ursa__spin_lock(l);
+}
+static inline void ursa__ounlock_smp(struct ursa__vp *vp, ursa__spin_t *l) {
+  uint32_t n = vp->solo_n;
+  if (n != 0) {
+    if (ursa_likely(vp->solo_held[n - 1] == l)) { vp->solo_n = n - 1; return; }   /* innermost */
+    if (ursa__solo_drop(vp, l)) return;
+  }
+  ursa__spin_unlock(l);
+}
+static inline void ursa__olock(struct ursa__vp *vp, ursa__spin_t *l) {
+  if (vp->mode == URSA__SMPMODE) ursa__olock_smp(vp, l);
+}
+static inline void ursa__ounlock(struct ursa__vp *vp, ursa__spin_t *l) {
+  if (vp->mode == URSA__SMPMODE) ursa__ounlock_smp(vp, l);
+}
+/* Whether this VP holds l (either kind): for URSA_ASSERT. */
+static inline bool ursa__oheld(struct ursa__vp *vp, const ursa__spin_t *l) {
+  uint32_t i;
+  for (i = 0; i < vp->solo_n; i++)
+    if (vp->solo_held[i] == l) return true;
+  return ursa__spin_held(l);
 }
 
 #endif /* URSA_CORE_VP_H */

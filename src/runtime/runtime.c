@@ -143,6 +143,7 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__g.guard_mode = c.guard == 1;
   ursa__g.next_id = 1;
   ursa__g.nvps = c.vps;
+  ursa__g.solo_sleepers = (int)c.vps - 1;           /* core/vp.h, ursa__solo */
   kept_n = 0;
   ursa__g.policy = c.sched - URSA_SCHED_ROTATOR;       /* enum ursa__policy */
   ursa__g.pq_cap = c.pq_cap;

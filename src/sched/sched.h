@@ -230,7 +230,7 @@ static inline int ursa__block_m(int mode, struct ursa__vp *vp, int kind, void *o
                                 uint64_t deadline) {
   struct ursa__thread *cur = vp->cur, *next;
   URSA_ASSERT_OWNER(vp);
-  URSA_ASSERT(mode != URSA__SMPMODE || lock == NULL || ursa__spin_held(lock));   /* "held by the caller" */
+  URSA_ASSERT(mode != URSA__SMPMODE || lock == NULL || ursa__oheld(vp, lock));   /* "held by the caller" */
   if (mode == URSA__SMPMODE && deadline == 0) {       /* several VPs, no deadline: src/sched */
     cur->timer_vp = NULL;
     return ursa__smp_block(vp, kind, obj, lock);

@@ -148,9 +148,17 @@ static void futex_wake(uint32_t *w) {
 
 /* ---- sleep and wake (protocol above) ---------------------------------------------------------- */
 
+void ursa__solo_end(struct ursa__vp *vp) {
+  uint32_t i;
+  for (i = 0; i < vp->solo_n; i++) ursa__spin_lock(vp->solo_held[i]);   /* free: at once */
+  vp->solo_n = 0;
+}
+
 void ursa__vp_kick(struct ursa__vp *v) {
   struct ursa__smp *x = v->x;
+  struct ursa__vp *me = ursa__tls_vp;
   uint32_t old;
+  if (me != NULL && ursa_unlikely(me->solo_n != 0)) ursa__solo_end(me);   /* see "Solo" */
   /* A read-modify-write, not a plain load after a fence: whichever of this and the sleeper's
    * exchange comes later in sleeping's modification order sees the other (the Dekker pair of the
    * protocol above, in a form ThreadSanitizer understands). */
@@ -465,7 +473,7 @@ int ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock
   __atomic_store_n(&cur->w.wait_obj, obj, __ATOMIC_RELAXED);
   cur->wait_lock = lock;
   vp->stats.blocks++;
-  if (lock) ursa__spin_unlock(lock);
+  if (lock) ursa__ounlock_smp(vp, lock);              /* either kind (core/vp.h, ursa__olock) */
   if ((next = pick_handoff(vp)) != NULL) return switch_to(vp, cur, next);
   return switch_slow(vp, cur);                         /* tail calls: no frame here */
 }

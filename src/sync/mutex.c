@@ -107,7 +107,7 @@ out:
  * The caller holds x's lock. */
 static void mutex_release(const struct ursa__vp *vp, struct ursa__mutex *x) {
   struct ursa__waiter *w;                    /* a thread's: a mutex has no call waiters */
-  URSA_ASSERT(vp->mode != URSA__SMPMODE || ursa__spin_held(&x->lock));
+  URSA_ASSERT(vp->mode != URSA__SMPMODE || ursa__oheld(vp, &x->lock));
   w = ursa__q_take(vp, &x->q);
   x->count = 0;
   owner_set(x, w ? ursa__thread_of(w) : NULL);

@@ -5,7 +5,8 @@
  * READY; the value is not incremented, so the woken thread never has to check again and a later
  * P cannot overtake it.  A post never switches.  A timed-out waiter has been removed from the
  * queue by its timer (sched.c), so no unit is ever lost to it.
- * With several VPs every operation holds the semaphore's lock (see src/core/vp.h, ursa__olock).
+ * With several VPs every operation holds the semaphore's lock (src/core/vp.h, ursa__olock: not
+ * written while every other VP sleeps).
  * The wait is one "take or queue" step, shared by ursa_sem_wait and the waiter interface
  * (waiter.h), which queues a call waiter in the place of the calling thread.
  * Executed only by ursa threads.
@@ -52,10 +53,10 @@ int ursa_sem_destroy(ursa_sem_t *s) {
 static URSA__ALWAYS_INLINE int sem_take_or_queue(struct ursa__vp *vp, struct ursa__sem *x, struct ursa__waiter *w,
                                                  uint64_t deadline, const bool smp) {
   vp->stats.p_ops++;
-  ursa__lock_if(smp, &x->lock);
+  if (smp) ursa__olock_smp(vp, &x->lock);
   if (ursa_likely(x->value > 0)) {
     x->value--;
-    ursa__unlock_if(smp, &x->lock);
+    if (smp) ursa__ounlock_smp(vp, &x->lock);
     return 0;
   }
   vp->stats.p_blocking++;
@@ -96,7 +97,7 @@ int ursa__sem_wait_waiter(ursa_sem_t *s, struct ursa__waiter_call *c) {
   SEM_OR_RETURN(x, s);
   c->w.wait_obj = x;
   if (sem_take_or_queue(vp, x, &c->w, 0, smp) == 0) return 0;
-  ursa__unlock_if(smp, &x->lock);
+  if (smp) ursa__ounlock_smp(vp, &x->lock);
   return 1;
 }
 
@@ -111,22 +112,22 @@ int ursa_sem_trywait(ursa_sem_t *s) {
   return 0;
 }
 
-static URSA__ALWAYS_INLINE int sem_post_(struct ursa__sem *x, const int mode) {
+static URSA__ALWAYS_INLINE int sem_post_(struct ursa__vp *vp, struct ursa__sem *x, const int mode) {
   const bool smp = mode == URSA__SMPMODE;
-  ursa__lock_if(smp, &x->lock);
+  if (smp) ursa__olock_smp(vp, &x->lock);
   if (ursa__q_wake_first_m(mode, &x->q, 0)) {
-    ursa__unlock_if(smp, &x->lock);
+    if (smp) ursa__ounlock_smp(vp, &x->lock);
     return 0;
   }
-  if (x->value >= URSA_SEM_VALUE_MAX) { ursa__unlock_if(smp, &x->lock); return -EOVERFLOW; }
+  if (x->value >= URSA_SEM_VALUE_MAX) { if (smp) ursa__ounlock_smp(vp, &x->lock); return -EOVERFLOW; }
   x->value++;
-  ursa__unlock_if(smp, &x->lock);
+  if (smp) ursa__ounlock_smp(vp, &x->lock);
   return 0;
 }
 
 /* The checked copies (several VPs, tracing, cp-ts) end in the preemption point (src/model/). */
 static URSA_NOINLINE int sem_post_slow(struct ursa__vp *vp, struct ursa__sem *x) {
-  int r = (vp->mode == URSA__SMPMODE) ? sem_post_(x, URSA__SMPMODE) : sem_post_(x, URSA__CHECKED);
+  int r = (vp->mode == URSA__SMPMODE) ? sem_post_(vp, x, URSA__SMPMODE) : sem_post_(vp, x, URSA__CHECKED);
   ursa__preempt_point(vp);
   return r;
 }
@@ -135,7 +136,7 @@ int ursa_sem_post(ursa_sem_t *s) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
   if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_post_slow(vp, x);
-  return sem_post_(x, URSA__FAST);
+  return sem_post_(vp, x, URSA__FAST);
 }
 
 int ursa_sem_getvalue(ursa_sem_t *s, int *value) {
