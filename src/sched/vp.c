@@ -33,6 +33,22 @@
  *   t->hog is written by the VP running t (its tick's handler or its preemption) and read and
  *   cleared by its waker: the wait/wake protocol orders the two, as for every field of a thread.
  *
+ * Solo (issue #20).  When every other VP sleeps counted (sleeping = 3, ursa__g.sleepers =
+ *   nvps - 1), nothing but a kick from this VP can wake one of them: a counted sleeper has no
+ *   timer and no I/O wait (those sleep in states 2 and 4, uncounted), every kick comes from a
+ *   VP's running code, and ursa is not called from signal handlers nor from kernel threads
+ *   outside the VPs.  So this VP is *solo*: an object lock (core/vp.h, ursa__olock: the locks of
+ *   semaphores, mutexes, conditions, rwlocks, barriers, once, cells, joins) is then only noted in
+ *   vp->solo_held, with no atomic and no write to the lock's line, and ursa__ounlock takes the
+ *   note back.  ursa__vp_kick first makes every noted lock real (ursa__solo_end: an exchange
+ *   that succeeds at once, since nobody else ran), so the woken VP finds them held; that is the
+ *   only way solo ends.  Orders: each sleeper increments sleepers (acq_rel) after its last access
+ *   to any object, and ursa__solo reads it with acquire, so the solo VP sees those accesses; the
+ *   kick's release (sleeping, wakeseq) publishes the solo VP's writes to the woken VP.  Locks
+ *   that a kernel thread outside the VPs takes (the I/O layer's offload pool) are never elided:
+ *   they use ursa__spin_lock.  The 2-VP thread-ring made 2 read-modify-writes per pass (the
+ *   semaphore's lock twice) and makes none now (bench/count_shared_writes.py).
+ *
  * The on-CPU byte (arch/context.h): a thread can be made READY by another VP while its own VP is
  *   still switching away from it (it unlocked the object it waits on, then switches).  Every
  *   switch clears the byte of the thread it saved, as its last store to it and only once its
