@@ -38,7 +38,7 @@
  *   timer and no I/O wait (those sleep in states 2 and 4, uncounted), every kick comes from a
  *   VP's running code, and ursa is not called from signal handlers nor from kernel threads
  *   outside the VPs.  So this VP is *solo*: an object lock (core/vp.h, ursa__olock: the locks of
- * *   semaphores, mutexes, conditions, rwlocks, barriers, once, cells, detach) is then only noted in
+ *   semaphores, mutexes, conditions, rwlocks, barriers, once, cells, detach) is then only noted in
  *   vp->solo_held, with no atomic and no write to the lock's line, and ursa__ounlock takes the
  *   note back.  ursa__vp_kick first makes every noted lock real (ursa__solo_end: an exchange
  *   that succeeds at once, since nobody else ran), so the woken VP finds them held; that is the
