@@ -228,7 +228,7 @@ static inline void ursa__ounlock(struct ursa__vp *vp, ursa__spin_t *l) {
   if (vp->mode == URSA__SMPMODE) ursa__ounlock_smp(vp, l);
 }
 /* Whether this VP holds l (either kind): for URSA_ASSERT. */
-static inline bool ursa__oheld(struct ursa__vp *vp, const ursa__spin_t *l) {
+static inline bool ursa__oheld(const struct ursa__vp *vp, const ursa__spin_t *l) {
   uint32_t i;
   for (i = 0; i < vp->solo_n; i++)
     if (vp->solo_held[i] == l) return true;
