@@ -61,6 +61,7 @@ struct ursa__vp {
    * its timer signal's handler (relaxed atomics or exchanges where both write) */
   uint8_t              pre_pending;  /* a preemption was deferred: take it at the next safe point */
   uint8_t              spread_deferred;  /* a preemption was deferred once to move the thread  */
+  uint8_t              sig_asleep;   /* waits in the kernel: a tick disarms its timer (preempt.c) */
   uint8_t              timers_on;    /* bit k: the VP's signal timer of kind k exists (preempt.c) */
   int32_t              ic_left;      /* cp-ic: ursa_tick calls left before the next switch       */
   uint64_t             pre_sw;       /* stats.switches at the last timer tick                    */

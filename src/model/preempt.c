@@ -32,7 +32,8 @@
  *   unblocks it just before it switches the thread out, so the next thread runs with ticks on;
  *   a tick taken then finds the PC inside ursa and only defers (one level at most).  When the
  *   preempted thread resumes, sigreturn restores its own mask.
- *   A VP that waits in the kernel disarms its timer (ursa__sigtimer_idle) and rearms it when it wakes.
+ *   A VP that waits in the kernel has its timer disarmed by the first tick that finds it waiting, and
+ *   rearmed when it wakes (ursa__sigtimer_idle): short waits cost no system call.
  *
  * Where it cannot be safe, ursa_init refuses cp-ts (-ENOTSUP, with the reason on stderr): in a
  * ThreadSanitizer build (TSan runs handlers later, from inside its own interceptors), and when
@@ -48,6 +49,7 @@
 #include "../sched/policy.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <signal.h>
 #include <stdio.h>
@@ -171,6 +173,7 @@ static int safe_point(const struct ursa__thread *t, const ucontext_t *uc) {
 }
 
 static void sigtimer_set(struct ursa__vp *vp, int kind, uint64_t first);
+static bool asleep_tick(struct ursa__vp *vp, int kind);
 
 /* A deferred preemption: the next tick comes after a quarter of the quantum (at least 25 us)
  * instead of a whole one, so a thread that spends most of its time in libc is still caught in
@@ -204,7 +207,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv) {
   URSA_UNUSED(sig);
   if (vp != NULL) check_switch_window(vp, uc);
   if (vp == NULL || !(vp->timers_on & (1u << URSA__SIGTIMER_TS)) || si->si_code != SI_TIMER ||
-      !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
+      !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED) || asleep_tick(vp, URSA__SIGTIMER_TS))
     return;
   saved = *vp->errno_p;
   sw = __atomic_load_n(&vp->stats.switches, __ATOMIC_RELAXED);
@@ -334,13 +337,35 @@ void ursa__sigtimer_stop(struct ursa__vp *vp, int kind) {
   if (kind == URSA__SIGTIMER_TS) ursa__pending_set(vp, 0);
 }
 
-/* Disarms (sleep = 1) or rearms (0) every timer of vp around a wait in the kernel: an idle VP
- * takes no timer signals. */
+/* Around a wait of vp in the kernel (sleep = 1 before, 0 after): the timers stay armed, so that a
+ * short wait (a hand-off to another VP and back) costs no system call; the first tick of a kind
+ * that comes while the VP waits disarms that timer (asleep_tick, in the handler, on this kernel
+ * thread), and the end of the wait rearms what was disarmed.  So an idle VP takes at most one
+ * tick of each kind, and only when its wait lasts.  sig_asleep is read by the handlers on this
+ * same kernel thread: signal fences order it. */
 void ursa__sigtimer_idle(struct ursa__vp *vp, int sleep) {
   int kind;
+  if (sleep) {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    vp->sig_asleep = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return;
+  }
+  vp->sig_asleep = 0;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   for (kind = 0; kind < 2; kind++)
-    if ((vp->timers_on & (1u << kind)) && vp->sigtimer[kind].armed == (uint8_t)sleep)
-      sigtimer_arm(vp, kind, !sleep);
+    if ((vp->timers_on & (1u << kind)) && !vp->sigtimer[kind].armed) sigtimer_arm(vp, kind, true);
+}
+
+/* A tick of this kind while vp waits in the kernel: disarm the timer (the wait's end rearms it).
+ * True when that was the case. */
+static bool asleep_tick(struct ursa__vp *vp, int kind) {
+  int saved;
+  if (!vp->sig_asleep) return false;
+  saved = errno;                                      /* timer_settime is async-signal-safe */
+  sigtimer_arm(vp, kind, false);
+  errno = saved;
+  return true;
 }
 
 int ursa__ts_check(void) {
@@ -398,7 +423,8 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   URSA_UNUSED(sig);
   if (vp != NULL) check_switch_window(vp, ucv);
   if (vp == NULL || !(vp->timers_on & (1u << URSA__SIGTIMER_ROT)) || si->si_code != SI_TIMER || vp->x == NULL ||
-      vp->cur == vp->x->idle || !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
+      asleep_tick(vp, URSA__SIGTIMER_ROT) || vp->cur == vp->x->idle ||
+      !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
     return;
   if (safe_point(vp->cur, ucv) != SAFE) return;     /* the next tick tries again */
   saved = *vp->errno_p;
