@@ -22,7 +22,10 @@
  * other thread of VP 0 is ready, it backs off as distributed.md measured: it spins for
  * URSA_DIST_SPIN_US, then calls sched_yield until URSA_DIST_YIELD_US, then waits on its kick
  * semaphore for URSA_DIST_SLEEP_US at a time (an ursa timed wait: VP 0 runs other threads or
- * sleeps in the kernel); a thread that queues a message posts the semaphore when it sleeps.  So no
+ * sleeps in the kernel), and for URSA_DIST_DEEP_SLEEP_US at a time once idle for
+ * URSA_DIST_DEEP_AFTER_MS (the measured cost of 50 us sleeps was about 30% of a core on an idle
+ * rank); a thread of this rank that queues a message posts the semaphore when it sleeps, so only
+ * a message from another rank waits for the end of a sleep.  So no
  * ursa thread ever calls a blocking MPI function (MPI_Init and MPI_Finalize excepted, at start and
  * end).
  *
@@ -157,7 +160,7 @@ static struct {
   ursa_sem_t kick, ready;
   int sleeping;                               /* atomic: the progress thread is in its timed wait */
   int init_rc;
-  uint64_t spin_ns, yield_ns, sleep_ns, timeout_ns;
+  uint64_t spin_ns, yield_ns, sleep_ns, deep_after_ns, deep_sleep_ns, timeout_ns;
   /* registry */
   struct fnent *fns; int nfns, capfns;
   /* outgoing */
@@ -799,6 +802,9 @@ static void *progress(void *unused) {
     __atomic_fetch_add(&D.st.polls, 1, __ATOMIC_RELAXED);          /* read by ursa_dist_stats */
     if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) || nsend) sends_flush();
     n += receive();
+    /* answers the handlers queued go out before this thread yields: the thread it wakes may
+     * compute for long without blocking (then, with one VP, this thread would not run) */
+    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED)) sends_flush();
     uint64_t t = 0;
     if (D.rank == 0 || D.timeout_ns) t = now_ns();
     lock();
@@ -823,7 +829,7 @@ static void *progress(void *unused) {
      * after its enqueue; either it sees sleeping, or we see its message in nout) */
     __atomic_store_n(&D.sleeping, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&D.nout, __ATOMIC_SEQ_CST) == 0) {
-      uint64_t dl = now_ns() + D.sleep_ns;
+      uint64_t dl = now_ns() + (d < D.deep_after_ns ? D.sleep_ns : D.deep_sleep_ns);
       struct timespec ts = {(time_t)(dl / 1000000000u), (long)(dl % 1000000000u)};
       ursa_sem_timedwait(&D.kick, CLOCK_MONOTONIC, &ts);
       __atomic_fetch_add(&D.st.idle_sleeps, 1, __ATOMIC_RELAXED);
@@ -853,6 +859,16 @@ static void kick(void) {
     ursa_sem_post(&D.kick);
 }
 
+/* A call that answered itself here but queued messages for other ranks (a barrier's release, an
+ * I-structure's readers, a mutex's next holder) lets the progress thread send them now: the
+ * caller may compute for long without blocking, and with one VP the progress thread would not run
+ * until it does. */
+static void flush_soon(void) {
+  if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) == 0) return;
+  kick();
+  ursa_yield();
+}
+
 /* ---- the public calls ------------------------------------------------------------------------------- */
 
 static const struct ursa__waitkind dist_kind = {"a remote operation (ursa_dist) on request", NULL, 0};
@@ -863,10 +879,13 @@ int ursa_dist_init(int *argc, char ***argv) {
   if (__atomic_load_n(&D.state, __ATOMIC_ACQUIRE) != 0) return -EALREADY;
   if (ursa__self_thread() == NULL) return -EPERM;
   if ((rc = env_us("URSA_DIST_SPIN_US", 20, &D.spin_ns)) || (rc = env_us("URSA_DIST_YIELD_US", 200, &D.yield_ns)) ||
-      (rc = env_us("URSA_DIST_SLEEP_US", 50, &D.sleep_ns)) || (rc = env_us("URSA_DIST_TIMEOUT_MS", 60000, &D.timeout_ns)))
+      (rc = env_us("URSA_DIST_SLEEP_US", 50, &D.sleep_ns)) || (rc = env_us("URSA_DIST_DEEP_AFTER_MS", 10, &D.deep_after_ns)) ||
+      (rc = env_us("URSA_DIST_DEEP_SLEEP_US", 500, &D.deep_sleep_ns)) || (rc = env_us("URSA_DIST_TIMEOUT_MS", 60000, &D.timeout_ns)))
     return rc;
   D.spin_ns *= 1000; D.yield_ns *= 1000; D.sleep_ns *= 1000; D.timeout_ns *= 1000000;
+  D.deep_after_ns *= 1000000; D.deep_sleep_ns *= 1000;
   if (D.sleep_ns == 0) D.sleep_ns = 1000;
+  if (D.deep_sleep_ns == 0) D.deep_sleep_ns = 1000;
   if (!once) { ursa__waitkind_register(URSA__W_DIST, &dist_kind); once = 1; }
   D.smp = ursa_vp_count() > 1;
   D.argc = argc; D.argv = argv;
@@ -966,7 +985,10 @@ static int rpc(int dst, int kind, unsigned flags, uint64_t obj, uint64_t a, cons
     r.th = self;
     if (D.smp) ursa__park(URSA__W_DIST, &r, &D.lock, 0);   /* releases the lock once parked */
     else { unlock(); ursa__park(URSA__W_DIST, &r, NULL, 0); }
-  } else unlock();
+  } else {
+    unlock();
+    flush_soon();
+  }
   if (outlen) *outlen = r.len;
   if (outa) *outa = r.a;
   if (r.status == 0 && out && r.len > cap) return -EMSGSIZE;
@@ -1081,7 +1103,7 @@ int ursa_dist_mutex_unlock(ursa_dist_mutex_t m) {
   unlock();
   free(h);
   ctx_run(&c);
-  kick();
+  flush_soon();
   return 0;
 }
 

@@ -330,9 +330,6 @@ static void t_structures(void) {
   CHECK_EQ(y, nc);
   /* a take that waits: the taker is created first, on another rank */
   ursa_dist_thread_t taker;
-  ursa_dist_ivar_t dummy;
-  OK(ursa_dist_ivar_create(0, &dummy));
-  (void)dummy;
   OK(ursa_dist_create(&taker, size - 1, "counter", &m, sizeof m, 0));   /* waits: m is empty */
   OK(ursa_dist_mvar_put(m, &zero, sizeof zero));
   OK(ursa_dist_join(taker, NULL, 0, NULL));
@@ -343,7 +340,6 @@ static void t_structures(void) {
 /* barriers: the ranks' mains, rounds of ursa_dist_barrier_all with an M-structure count between;
  * a barrier object of 2 x size threads */
 static void t_barrier(void) {
-  static ursa_dist_mvar_t m;
   for (int round = 0; round < 5; round++) OK(ursa_dist_barrier_all());
   if (rank == 0) {
     struct bar b = {.rounds = 10};
@@ -354,7 +350,6 @@ static void t_barrier(void) {
     for (int i = 0; i < n; i++) OK(ursa_dist_create(&ts[i], i % size, "bar", &b, sizeof b, 0));
     for (int i = 0; i < n; i++) OK(ursa_dist_join(ts[i], NULL, 0, NULL));
     OK(ursa_dist_barrier_destroy(b.b));
-    (void)m;
   }
 }
 
