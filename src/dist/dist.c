@@ -29,14 +29,16 @@
  * ursa thread ever calls a blocking MPI function (MPI_Init and MPI_Finalize excepted, at start and
  * end).
  *
+ * Watchdog: see watchdog() (a silent rank that a request waits on ends the job).
+ *
  * Termination.  A rank is idle when its main has called ursa_dist_finalize, none of the threads it
  * runs for ursa_dist_create is alive, no request is pending and nothing is queued to send.  Rank 0
  * runs waves (PROBE -> STATUS: idle, messages sent, messages handled); two consecutive waves in
  * which every rank is idle and the totals of sent and handled are equal and unchanged end the job
- * (SHUTDOWN), the four-counter method.  Failure is fail-stop: an MPI error, or a request that
- * should be answered at once (create, object create/destroy, writes) and is not within
- * URSA_DIST_TIMEOUT_MS, prints the rank's pending operations and exits non-zero (fail_stop); a dead rank
- * brings the job down through mpiexec.
+ * (SHUTDOWN), the four-counter method.  Failure is fail-stop: an MPI error, or a rank that a
+ * request waits on and that answers nothing, not even a ping, for URSA_DIST_TIMEOUT_MS, prints the
+ * rank's pending operations and exits non-zero (fail_stop); a dead rank brings the job down
+ * through mpiexec.
  *
  * Locking: D.lock (ursa's spin lock) guards all of D below it; it is never held across an MPI call,
  * a thread creation, a park (ursa__park releases it) or an unpark.  Who calls what: the public
@@ -67,17 +69,13 @@
 enum kind {
   K_SPAWN = 1, K_SPAWN_ANY, K_LOAD, K_JOIN, K_CREATE, K_DESTROY, K_LOCK, K_UNLOCK, K_IS_READ,
   K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY,
-  K_PROBE, K_STATUS, K_SHUTDOWN                 /* termination detection: not counted */
+  K_PROBE, K_STATUS, K_SHUTDOWN,                /* termination detection: not counted */
+  K_PING, K_PONG                                /* the watchdog's liveness check: not counted */
 };
 static const char *const kind_name[] = {
   "?", "create", "create (any rank)", "load", "join", "object create", "object destroy", "mutex lock",
   "mutex unlock", "I-structure read", "I-structure write", "M-structure take", "M-structure put",
-  "barrier wait", "reply", "probe", "status", "shutdown"};
-/* Requests that the owner answers at once: the watchdog's deadline applies to them only (a lock,
- * a read, a take, a join or a barrier may wait as long as the program makes it). */
-static bool prompt(int k) {
-  return k == K_SPAWN || k == K_SPAWN_ANY || k == K_CREATE || k == K_DESTROY || k == K_IS_WRITE || k == K_MS_PUT;
-}
+  "barrier wait", "reply", "probe", "status", "shutdown", "ping", "pong"};
 
 enum otype { O_FREE = 0, O_MUTEX, O_IVAR, O_MVAR, O_BARRIER };
 
@@ -177,6 +175,8 @@ static struct {
   struct held *held;
   /* arbiter (rank 0) */
   int *load_est; int rr;
+  /* the watchdog: when each rank was last heard from; when it was first pinged in a silence */
+  uint64_t *heard, *pinged;
   /* termination */
   bool main_done, shutdown;
   uint64_t sent, recvd;
@@ -616,6 +616,13 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
   case K_SHUTDOWN:
     D.shutdown = true;
     break;
+  case K_PING: {
+    struct hdr p = {.kind = K_PONG, .src = D.rank};
+    send_raw(h->src, &p, NULL);
+    break;
+  }
+  case K_PONG:
+    break;
   default:
     die("a message of unknown kind %d: protocol error", h->kind);
   }
@@ -663,23 +670,38 @@ static void waves(uint64_t t) {
   D.next_wave_at = t + (ok ? 0 : 20000);             /* 20 us between failed waves */
 }
 
+/* Every 100 ms, lock held.  A request may wait as long as the program makes it (a lock held, an
+ * I-structure not yet written); what must not happen is that the rank it waits on goes silent.
+ * So: for a request older than half the timeout, ping its rank (one ping outstanding per rank); a
+ * rank that has not answered a ping within half the timeout is stuck (its VP 0 runs a thread that
+ * never yields, or a protocol bug): print what this rank waits for, and end the job.  A stall is
+ * so found between one timeout and one timeout plus 100 ms after the request. */
 static void watchdog(uint64_t t) {
-  bool late = false;
+  int stuck = -1;
   if (D.timeout_ns == 0) return;                     /* URSA_DIST_TIMEOUT_MS=0: no deadline */
   for (int i = 0; i < D.nslots; i++) {
     struct dreq *r = D.slots[i];
-    if (r && prompt(r->kind) && t - r->t0 > D.timeout_ns) late = true;
+    if (r == NULL || t - r->t0 <= D.timeout_ns / 2) continue;
+    int dst = r->dst == URSA_RANK_ANY ? 0 : r->dst;
+    if (dst == D.rank) continue;                     /* answered here: this thread is alive */
+    if (D.pinged[dst] > D.heard[dst]) {              /* a ping is unanswered */
+      if (t - D.pinged[dst] > D.timeout_ns / 2) { stuck = dst; break; }
+    } else {
+      struct hdr p = {.kind = K_PING, .src = D.rank};
+      send_raw(dst, &p, NULL);
+      D.pinged[dst] = t;
+    }
   }
-  if (!late) return;
-  fprintf(stderr, "ursa dist: rank %d: a remote operation got no answer within URSA_DIST_TIMEOUT_MS=%llu: "
-                  "a rank is stuck (a thread that never yields on its VP 0?); pending remote operations of rank %d:\n",
-          D.rank, (unsigned long long)(D.timeout_ns / 1000000), D.rank);
+  if (stuck < 0) return;
+  fprintf(stderr, "ursa dist: rank %d: rank %d answered nothing for URSA_DIST_TIMEOUT_MS=%llu while this rank waits "
+                  "on it: it is stuck (a thread that never yields on its VP 0?); pending remote operations of rank %d:\n",
+          D.rank, stuck, (unsigned long long)(D.timeout_ns / 1000000), D.rank);
   for (int i = 0; i < D.nslots; i++) {
     struct dreq *r = D.slots[i];
     if (r && r->dst == URSA_RANK_ANY) fprintf(stderr, "  %s -> arbiter (rank 0), waiting %.1f ms\n", kind_name[r->kind], (t - r->t0) / 1e6);
     else if (r) fprintf(stderr, "  %s -> rank %d, waiting %.1f ms\n", kind_name[r->kind], r->dst, (t - r->t0) / 1e6);
   }
-  fprintf(stderr, "ursa dist: rank %d: aborting the job\n", D.rank);
+  fprintf(stderr, "ursa dist: rank %d: ending the job\n", D.rank);
   fail_stop(71);
 }
 
@@ -748,6 +770,7 @@ static int receive(void) {
     memcpy(&h, rbuf, sizeof h);
     struct ctx c = {0};
     lock();
+    if (D.timeout_ns) D.heard[st.MPI_SOURCE] = now_ns();
     handle(&c, &h, rbuf + sizeof h);
     unlock();
     ctx_run(&c);
@@ -783,7 +806,10 @@ static void *progress(void *unused) {
     MPICHK(MPI_Comm_size(D.comm, &D.size));
     rbuf = malloc(sizeof(struct hdr) + URSA_DIST_ARG_MAX);
     D.load_est = calloc((size_t)D.size, sizeof *D.load_est);
-    if (rbuf == NULL || D.load_est == NULL || D.size > 65535) rc = D.size > 65535 ? -EINVAL : -ENOMEM;
+    D.heard = calloc((size_t)D.size, sizeof *D.heard);
+    D.pinged = calloc((size_t)D.size, sizeof *D.pinged);
+    if (rbuf == NULL || !D.load_est || !D.heard || !D.pinged || D.size > 65535) rc = D.size > 65535 ? -EINVAL : -ENOMEM;
+    else for (int r = 0; r < D.size; r++) D.heard[r] = now_ns();
   }
   if (rc == 0 && D.rank == 0) {                          /* object 0 of rank 0: ursa_dist_barrier_all */
     uint64_t id;
@@ -880,7 +906,7 @@ int ursa_dist_init(int *argc, char ***argv) {
   if (ursa__self_thread() == NULL) return -EPERM;
   if ((rc = env_us("URSA_DIST_SPIN_US", 20, &D.spin_ns)) || (rc = env_us("URSA_DIST_YIELD_US", 200, &D.yield_ns)) ||
       (rc = env_us("URSA_DIST_SLEEP_US", 50, &D.sleep_ns)) || (rc = env_us("URSA_DIST_DEEP_AFTER_MS", 10, &D.deep_after_ns)) ||
-      (rc = env_us("URSA_DIST_DEEP_SLEEP_US", 500, &D.deep_sleep_ns)) || (rc = env_us("URSA_DIST_TIMEOUT_MS", 60000, &D.timeout_ns)))
+      (rc = env_us("URSA_DIST_DEEP_SLEEP_US", 500, &D.deep_sleep_ns)) || (rc = env_us("URSA_DIST_TIMEOUT_MS", 5000, &D.timeout_ns)))
     return rc;
   D.spin_ns *= 1000; D.yield_ns *= 1000; D.sleep_ns *= 1000; D.timeout_ns *= 1000000;
   D.deep_after_ns *= 1000000; D.deep_sleep_ns *= 1000;
@@ -927,6 +953,7 @@ int ursa_dist_finalize(void) {
   }
   while (D.held) { struct held *h = D.held; D.held = h->next; free(h); }
   free(D.objs); free(D.ofree); free(D.slots); free(D.sgen); free(D.sfree); free(D.load_est); free(D.fns);
+  free(D.heard); free(D.pinged);
   ursa_sem_destroy(&D.kick);
   ursa_sem_destroy(&D.ready);
   int rank = D.rank, size = D.size;
