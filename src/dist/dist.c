@@ -23,8 +23,8 @@
  * URSA_DIST_SPIN_US, then calls sched_yield until URSA_DIST_YIELD_US, then waits on its kick
  * semaphore for URSA_DIST_SLEEP_US at a time (an ursa timed wait: VP 0 runs other threads or
  * sleeps in the kernel), and for URSA_DIST_DEEP_SLEEP_US at a time once idle for
- * URSA_DIST_DEEP_AFTER_MS (the measured cost of 50 us sleeps was about 30% of a core on an idle
- * rank); a thread of this rank that queues a message posts the semaphore when it sleeps, so only
+ * URSA_DIST_DEEP_AFTER_MS (an idle rank used about 10% of a core with the 50 us sleeps alone,
+ * about 2.5% with the deeper ones); a thread of this rank that queues a message posts the semaphore when it sleeps, so only
  * a message from another rank waits for the end of a sleep.  So no
  * ursa thread ever calls a blocking MPI function (MPI_Init and MPI_Finalize excepted, at start and
  * end).
