@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,11 +48,14 @@ static double refine(double x0, double y0, double h, int depth, int maxdepth, do
   return s;
 }
 
+static int die_rank = -1;   /* DIST_AMR_DIE=r: rank r kills itself in its first task (the fail-stop test) */
+
 static ssize_t amr_task(const void *arg, size_t len, void *res, size_t cap) {
   struct task t;
   struct result r = {0, 0};
   (void)cap;
   if (len != sizeof t) return -22;
+  if (ursa_dist_rank() == die_rank) raise(SIGKILL);
   memcpy(&t, arg, sizeof t);
   r.sum = refine(t.x0, t.y0, t.h, t.depth, t.maxdepth, t.tol, &r.cells, 1);
   memcpy(res, &r, sizeof r);
@@ -72,6 +76,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: dist_amr [maxdepth 1..24 [split 0..6, <= maxdepth [any|rr]]]\n");
     return 2;
   }
+  if (getenv("DIST_AMR_DIE")) die_rank = atoi(getenv("DIST_AMR_DIE"));
   if (ursa_init(NULL) != 0 || ursa_dist_init(&argc, &argv) != 0) return 1;
   ursa_dist_register("amr", amr_task);
   ursa_dist_barrier_all();

@@ -63,6 +63,8 @@
 
 #define TAG          7411
 #define POLL_BUDGET  32
+#define POST_SLEEP_SPIN_NS 5000   /* after a sleep, poll this long before the next: one probe may
+                                     not yet see a message that arrived during the sleep */
 #define NBUCKETS     1024
 #define OWNER(id)    ((int)((id) >> 48))
 
@@ -720,7 +722,8 @@ static int env_us(const char *name, uint64_t def, uint64_t *out) {
   return 0;
 }
 
-static void sends_flush(void) {
+static int sends_flush(void) {
+  int sent = 0;
   lock();
   struct dmsg *m = D.out_head;
   D.out_head = D.out_tail = NULL;
@@ -738,6 +741,7 @@ static void sends_flush(void) {
     MPICHK(MPI_Isend(&m->h, (int)(sizeof m->h + m->h.len), MPI_BYTE, m->dst, TAG, D.comm, &sreq[nsend]));
     smsg[nsend++] = m;
     m = next;
+    sent++;
   }
   if (nsend) {
     int idx[64], n = 0;
@@ -752,6 +756,7 @@ static void sends_flush(void) {
       nsend = j;
     }
   }
+  return sent;
 }
 
 static int receive(void) {
@@ -822,15 +827,16 @@ static void *progress(void *unused) {
   ursa_sem_post(&D.ready);
   if (rc != 0) return NULL;
 
-  uint64_t idle_since = 0, next_watch = now_ns() + 100000000;
+  uint64_t idle_since = 0, spin_until = 0, next_watch = now_ns() + 100000000;
   for (;;) {
     int n = 0;
     __atomic_fetch_add(&D.st.polls, 1, __ATOMIC_RELAXED);          /* read by ursa_dist_stats */
-    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) || nsend) sends_flush();
+    /* a message sent counts as activity: its answer comes soon, so the backoff starts over */
+    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) || nsend) n += sends_flush();
     n += receive();
     /* answers the handlers queued go out before this thread yields: the thread it wakes may
      * compute for long without blocking (then, with one VP, this thread would not run) */
-    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED)) sends_flush();
+    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED)) n += sends_flush();
     uint64_t t = 0;
     if (D.rank == 0 || D.timeout_ns) t = now_ns();
     lock();
@@ -849,7 +855,7 @@ static void *progress(void *unused) {
     t = now_ns();
     if (idle_since == 0) idle_since = t;
     uint64_t d = t - idle_since;
-    if (d < D.spin_ns) continue;
+    if (d < D.spin_ns || t < spin_until) continue;
     if (d < D.yield_ns) { sched_yield(); continue; }
     /* sleep: a thread that queues a message posts kick (seq_cst: pairs with its load of sleeping
      * after its enqueue; either it sees sleeping, or we see its message in nout) */
@@ -859,6 +865,7 @@ static void *progress(void *unused) {
       struct timespec ts = {(time_t)(dl / 1000000000u), (long)(dl % 1000000000u)};
       ursa_sem_timedwait(&D.kick, CLOCK_MONOTONIC, &ts);
       __atomic_fetch_add(&D.st.idle_sleeps, 1, __ATOMIC_RELAXED);
+      spin_until = now_ns() + POST_SLEEP_SPIN_NS;
     }
     __atomic_store_n(&D.sleeping, 0, __ATOMIC_SEQ_CST);
     while (ursa_sem_trywait(&D.kick) == 0) {}
