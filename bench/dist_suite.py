@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""bench/dist_suite.py - the MPI layer's figures (issue #19), not yet a phase of `make bench`.
+"""bench/dist_suite.py - the MPI layer's figures (issue #19), run by `make bench` in its phase 4
+(printed only: bench/report.py does not show them yet).
 
     python3 bench/dist_suite.py --build build-release [--runs 5] [--json FILE]
 
@@ -26,6 +27,19 @@ def run(cmd, env):
     return p.stdout
 
 
+def mpiexec(build):
+    """The build's mpiexec (CMake's FindMPI), not whatever `mpiexec` is first on PATH (Debian's
+    alternatives prefer Open MPI's, which refuses to run as root without flags)."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("MPIEXEC_EXECUTABLE:"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return "mpiexec"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build-release")
@@ -35,9 +49,10 @@ def main():
     env = dict(os.environ, URSA_VPS=os.environ.get("URSA_VPS", "1"))
     lat = os.path.join(a.build, "bench", "dist_latency")
     amr = os.path.join(a.build, "dist_amr")
+    mx = mpiexec(a.build)
     out = {"latency_runs": [], "amr": {}}
     for i in range(a.runs):
-        o = run(["mpiexec", "-n", "2", lat, "2000"], env)
+        o = run([mx, "-n", "2", lat, "2000"], env)
         m = re.search(r"^DIST_JSON (.*)$", o, re.M)
         out["latency_runs"].append(json.loads(m.group(1)))
     keys = [k for k in out["latency_runs"][0] if k.endswith("_us") or k == "idle_cpu_fraction"]
@@ -54,7 +69,7 @@ def main():
     for np_ in (1, 2, 3, 4):
         times = []
         for i in range(a.runs):
-            o = run(["mpiexec", "-n", str(np_), amr, "20", "4"], env)
+            o = run([mx, "-n", str(np_), amr, "20", "4"], env)
             if "sequential check equal, accuracy ok" not in o:
                 ok = False
                 sys.stderr.write(o)
