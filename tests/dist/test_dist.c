@@ -10,6 +10,7 @@
 #include "ursa/dist.h"
 
 #include <errno.h>
+#include <mpi.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -145,6 +146,24 @@ static ssize_t fn_spin(const void *arg, size_t len, void *res, size_t cap) {
   return 0;
 }
 
+/* "hop": runs a chain of detached threads around the ranks, counting the hops each rank ran */
+static int hops_here;
+static ssize_t fn_hop(const void *arg, size_t len, void *res, size_t cap) {
+  int64_t left;
+  (void)res; (void)cap;
+  if (len != sizeof left) return -EINVAL;
+  memcpy(&left, arg, sizeof left);
+  __atomic_fetch_add(&hops_here, 1, __ATOMIC_RELAXED);
+  ursa_sleep_ns(200000);                                 /* every main has long called finalize */
+  if (left > 0) {
+    left--;
+    int rc = ursa_dist_create(NULL, (ursa_dist_rank() + 1) % ursa_dist_size(), "hop", &left, sizeof left,
+                              URSA_DIST_DETACHED);
+    if (rc) { fprintf(stderr, "FAIL: hop create: %d\n", rc); _exit(1); }
+  }
+  return 0;
+}
+
 static void register_all(void) {
   OK(ursa_dist_register("whoami", fn_whoami));
   OK(ursa_dist_register("wait_ivar", fn_wait_ivar));
@@ -156,6 +175,7 @@ static void register_all(void) {
   OK(ursa_dist_register("bar", fn_bar));
   OK(ursa_dist_register("wildcard", fn_wildcard));
   OK(ursa_dist_register("spin_forever", fn_spin));
+  OK(ursa_dist_register("hop", fn_hop));
   OK(ursa_dist_register("whoami", fn_whoami));                  /* again, same: fine */
   CHECK_EQ(ursa_dist_register("whoami", fn_fails), -EEXIST);    /* taken */
   CHECK_EQ(ursa_dist_register("", fn_fails), -EINVAL);
@@ -485,11 +505,22 @@ static void t_stuck_rank(void) {
   }
 }
 
+/* termination: a chain of 60 detached threads hops around the ranks while every main has already
+ * called ursa_dist_finalize; finalize must return only after the last hop.  The program owns MPI
+ * here (initialized before ursa_init), so after finalize it sums the hops with MPI_Reduce. */
+static void t_termination(void) {
+  if (rank == 0) {
+    int64_t left = 59;
+    OK(ursa_dist_create(NULL, 1 % size, "hop", &left, sizeof left, URSA_DIST_DETACHED));
+  }
+}
+
 struct test { const char *name; void (*fn)(void); };
 static const struct test tests[] = {
   {"create_join", t_create_join}, {"wildcard", t_wildcard}, {"detached", t_detached},
   {"mutex", t_mutex}, {"structures", t_structures}, {"barrier", t_barrier},
   {"bad_input", t_bad_input}, {"rank_death", t_rank_death}, {"stuck_rank", t_stuck_rank},
+  {"termination", t_termination},
 };
 
 int main(int argc, char **argv) {
@@ -501,6 +532,11 @@ int main(int argc, char **argv) {
   for (size_t i = 0; argc >= 2 && i < sizeof tests / sizeof tests[0]; i++)
     if (strcmp(argv[1], tests[i].name) == 0) t = &tests[i];
   if (t == NULL) { fprintf(stderr, "usage: ursa_dist_tests NAME (--list)\n"); return 2; }
+  int own_mpi = t->fn == t_termination, prov = 0;
+  if (own_mpi) {                                         /* the program's own MPI */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &prov);
+    CHECK(prov >= MPI_THREAD_FUNNELED);
+  }
   /* before ursa_dist_init: -ENOTCONN (and init refused outside an ursa thread) */
   CHECK_EQ(ursa_dist_rank(), -ENOTCONN);
   CHECK_EQ(ursa_dist_init(&argc, &argv), -EPERM);
@@ -520,6 +556,12 @@ int main(int argc, char **argv) {
   OK(ursa_dist_finalize());
   CHECK_EQ(ursa_dist_rank(), -ENOTCONN);
   OK(ursa_fini());
+  if (own_mpi) {                                         /* MPI outlives the layer: count the hops */
+    int total = 0;
+    MPI_Reduce(&hops_here, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) CHECK_EQ(total, 60);
+    MPI_Finalize();
+  }
   if (rank == 0) printf("dist %s: ok on %d ranks\n", t->name, size);
   return 0;
 }
