@@ -177,6 +177,8 @@ static struct {
   struct held *held;
   /* arbiter (rank 0) */
   int *load_est; int rr;
+  /* spawned threads that have finished, for reap() to join */
+  ursa_thread_t *done; int ndone, capdone;
   /* the watchdog: when each rank was last heard from; when it was first pinged in a silence */
   uint64_t *heard, *pinged;
   /* termination */
@@ -328,8 +330,7 @@ static void ctx_run(struct ctx *c) {
     uint64_t seq = j->seq, id = ((uint64_t)D.rank << 48) | seq;
     int src = j->src;
     uint64_t req = j->req;
-    ursa_attr_init(&a);
-    ursa_attr_setdetached(&a, 1);
+    ursa_attr_init(&a);                             /* joinable: reaped by reap() */
     int rc = ursa_create(&t, &a, tramp, j);
     ursa_attr_destroy(&a);
     lock();
@@ -369,7 +370,6 @@ static void *tramp(void *p) {
   ssize_t rc = res ? j->fn(j->arg, j->len, res, URSA_DIST_RES_MAX) : -ENOMEM;
   if (rc > (ssize_t)URSA_DIST_RES_MAX) rc = -EMSGSIZE;
   lock();
-  D.live--;
   if (j->seq) {
     struct dthr **pp, *d = thr_find(j->seq, &pp);
     if (d) {
@@ -389,16 +389,47 @@ static void *tramp(void *p) {
       }
     }
   }
-  if (D.rank != 0) {                                /* the arbiter's estimate of this rank */
-    struct hdr h = {.kind = K_LOAD, .src = D.rank};
-    post(&c, 0, &h, NULL);
-  }
   unlock();
   ctx_run(&c);
   kick();
   free(res);
   free(j);
+  /* Last: the thread stops counting as live (so termination may conclude) only here, after its
+   * last use of D but the lock, and leaves its handle for reap() to join (so ursa_dist_finalize
+   * returns only once every such thread has ended: ursa_fini then finds none). */
+  ursa_thread_t me = ursa_self();
+  lock();
+  if (D.ndone == D.capdone) {
+    int n = D.capdone ? 2 * D.capdone : 64;
+    ursa_thread_t *d = realloc(D.done, (size_t)n * sizeof *d);
+    if (d == NULL) die("out of memory (done threads)");
+    D.done = d;
+    D.capdone = n;
+  }
+  D.done[D.ndone] = me;
+  __atomic_store_n(&D.ndone, D.ndone + 1, __ATOMIC_RELAXED);   /* read by the progress loop */
+  D.live--;
+  if (D.rank != 0) {                                /* the arbiter's estimate of this rank: sent at */
+    struct hdr h = {.kind = K_LOAD, .src = D.rank}; /* the progress thread's next round           */
+    D.sent++;
+    h.load = (uint16_t)(D.live > 65535 ? 65535 : D.live);
+    send_raw(0, &h, NULL);
+  }
+  unlock();
   return NULL;
+}
+
+/* Joins the spawned threads that have finished (progress thread, and finalize at the end). */
+static void reap(void) {
+  lock();
+  int n = D.ndone;
+  ursa_thread_t *d = D.done;
+  D.done = NULL;
+  D.capdone = 0;
+  __atomic_store_n(&D.ndone, 0, __ATOMIC_RELAXED);
+  unlock();
+  for (int i = 0; i < n; i++) ursa_join(d[i], NULL);
+  free(d);
 }
 
 /* ---- objects homed here (lock held) --------------------------------------------------------------- */
@@ -831,6 +862,7 @@ static void *progress(void *unused) {
   for (;;) {
     int n = 0;
     __atomic_fetch_add(&D.st.polls, 1, __ATOMIC_RELAXED);          /* read by ursa_dist_stats */
+    if (__atomic_load_n(&D.ndone, __ATOMIC_RELAXED)) reap();
     /* a message sent counts as activity: its answer comes soon, so the backoff starts over */
     if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) || nsend) n += sends_flush();
     n += receive();
@@ -951,6 +983,7 @@ int ursa_dist_finalize(void) {
   unlock();
   kick();
   ursa_join(D.prog, NULL);
+  reap();
   for (int i = 0; i < NBUCKETS; i++)
     while (D.bucket[i]) { struct dthr *d = D.bucket[i]; D.bucket[i] = d->next; free(d->res); free(d); }
   for (int i = 0; i < D.nobjs; i++) {
