@@ -101,6 +101,24 @@ static ssize_t fn_critical(const void *arg, size_t len, void *res, size_t cap) {
   return 0;
 }
 
+/* "fifo": {mutex, next mvar, k}: locks; the M-structure must hold k (the threads got the mutex in
+ * the order of their requests); puts k + 1; unlocks */
+struct fifo { ursa_dist_mutex_t m; ursa_dist_mvar_t next; int64_t k; };
+static ssize_t fn_fifo(const void *arg, size_t len, void *res, size_t cap) {
+  struct fifo f;
+  int64_t v = -1;
+  int rc;
+  (void)res; (void)cap;
+  if (len != sizeof f) return -EINVAL;
+  memcpy(&f, arg, sizeof f);
+  if ((rc = ursa_dist_mutex_lock(f.m))) return rc;
+  if ((rc = ursa_dist_mvar_take(f.next, &v, sizeof v, NULL))) return rc;
+  if (v != f.k) { fprintf(stderr, "FAIL: thread %lld got the mutex after %lld\n", (long long)f.k, (long long)v - 1); return -EPROTO; }
+  v++;
+  if ((rc = ursa_dist_mvar_put(f.next, &v, sizeof v))) return rc;
+  return ursa_dist_mutex_unlock(f.m);
+}
+
 /* "counter": {mvar}: take, add 1, put (the M-structure is the lock) */
 static ssize_t fn_counter(const void *arg, size_t len, void *res, size_t cap) {
   ursa_dist_mvar_t m;
@@ -176,6 +194,7 @@ static void register_all(void) {
   OK(ursa_dist_register("wildcard", fn_wildcard));
   OK(ursa_dist_register("spin_forever", fn_spin));
   OK(ursa_dist_register("hop", fn_hop));
+  OK(ursa_dist_register("fifo", fn_fifo));
   OK(ursa_dist_register("whoami", fn_whoami));                  /* again, same: fine */
   CHECK_EQ(ursa_dist_register("whoami", fn_fails), -EEXIST);    /* taken */
   CHECK_EQ(ursa_dist_register("", fn_fails), -EINVAL);
@@ -316,6 +335,29 @@ static void t_mutex(void) {
   for (int i = 0; i < n; i++) CHECK_EQ(ursa_dist_join(ts[i], NULL, 0, NULL), 0);
   OK(ursa_dist_mutex_destroy(c.m));
   free(ts);
+}
+
+/* FIFO: main of rank 0 holds a mutex homed on the last rank; threads 0..N-1 of rank 0 ask for it
+ * in that order (one VP: each runs up to its request before the next is created, and MPI keeps
+ * the order of rank 0's messages); once main unlocks, they must get it in that order.  Run with
+ * URSA_VPS=1 (CTest does). */
+static void t_mutex_fifo(void) {
+  if (rank != 0) return;
+  enum { N = 24 };
+  struct fifo f;
+  int64_t zero = 0;
+  ursa_dist_thread_t ts[N];
+  OK(ursa_dist_mutex_create(size - 1, &f.m));
+  OK(ursa_dist_mvar_create(size - 1, &f.next));
+  OK(ursa_dist_mvar_put(f.next, &zero, sizeof zero));
+  OK(ursa_dist_mutex_lock(f.m));
+  for (int k = 0; k < N; k++) {
+    f.k = k;
+    OK(ursa_dist_create(&ts[k], 0, "fifo", &f, sizeof f, 0));
+    for (int y = 0; y < 4; y++) ursa_yield();         /* it runs up to its lock request */
+  }
+  OK(ursa_dist_mutex_unlock(f.m));
+  for (int k = 0; k < N; k++) CHECK_EQ(ursa_dist_join(ts[k], NULL, 0, NULL), 0);
 }
 
 /* I-structures: readers on every rank wait before the write and all get it; M-structures: one
@@ -518,7 +560,7 @@ static void t_termination(void) {
 struct test { const char *name; void (*fn)(void); };
 static const struct test tests[] = {
   {"create_join", t_create_join}, {"wildcard", t_wildcard}, {"detached", t_detached},
-  {"mutex", t_mutex}, {"structures", t_structures}, {"barrier", t_barrier},
+  {"mutex", t_mutex}, {"mutex_fifo", t_mutex_fifo}, {"structures", t_structures}, {"barrier", t_barrier},
   {"bad_input", t_bad_input}, {"rank_death", t_rank_death}, {"stuck_rank", t_stuck_rank},
   {"termination", t_termination},
 };
