@@ -52,9 +52,12 @@ phase 3 "execution models, Tables I-IV (bench/models_suite.py)"
 if [ "$mode" = full ]; then suite models python3 bench/models_suite.py --build build-release --json "results/models-$run.json" --full
 else suite models python3 bench/models_suite.py --build build-release --json "results/models-$run.json"; fi
 
-phase 4 "the papers' applications in every model (bench/apps_suite.py)"
+phase 4 "the papers' applications in every model (bench/apps_suite.py; bench/dist_suite.py)"
 if [ "$mode" = full ]; then suite apps python3 bench/apps_suite.py --build build-release --json "results/apps-$run.json" --full
 else suite apps python3 bench/apps_suite.py --build build-release --json "results/apps-$run.json"; fi
+# the MPI layer (issue #19): its costs beside MPI's ping-pong, and the AMR speedups (printed only)
+if [ -x build-release/bench/dist_latency ]; then suite dist python3 bench/dist_suite.py --build build-release --runs 3 --json "results/dist-$run.json"
+else echo "make bench: build-release has no MPI layer (no MPI found): the distributed figures are skipped"; fi
 
 phase 5 "report (bench/report.py)"
 py=python3

@@ -17,15 +17,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
-  test)  need+=(binutils g++ valgrind clang libclang-rt-14-dev gdb spin libunwind-dev liburing-dev) ;;  # nm: symbols; g++: the pthread layer's C++ test; spin: model/; libunwind: dump backtraces; liburing: the io_uring engine
+  test)  need+=(binutils g++ valgrind clang libclang-rt-14-dev gdb spin libunwind-dev liburing-dev mpich libmpich-dev) ;;  # nm: symbols; g++: the pthread layer's C++ test; spin: model/; libunwind: dump backtraces; liburing: the io_uring engine; mpich: the MPI layer (src/dist/)
   posix-suite) need+=(binutils curl) ;;   # nm: which tests have a main; curl: the suite's tarball
-  bench) need+=(g++ libboost-context-dev libboost-fiber-dev libpth-dev liburing-dev)
+  bench) need+=(g++ libboost-context-dev libboost-fiber-dev libpth-dev liburing-dev mpich libmpich-dev)
          command -v go >/dev/null 2>&1 || need+=(golang-go)
          # venv + ensurepip: in python3-venv on Debian's python3, built in elsewhere (pyenv, say)
          python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv) ;;
   *) echo "usage: $0 test|bench|posix-suite" >&2; exit 2 ;;
 esac
-optional=(libboost-context-dev libboost-fiber-dev libpth-dev golang-go spin python3-venv libunwind-dev liburing-dev)  # peers: the report says "missing";
+optional=(libboost-context-dev libboost-fiber-dev libpth-dev golang-go spin python3-venv libunwind-dev liburing-dev mpich libmpich-dev)  # peers: the report says "missing";
                                           # liburing-dev: without it ursa builds with the epoll engine only (CMake says so);
                                           # spin: the model check skips; python3-venv: no plots
 
@@ -89,6 +89,7 @@ if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/
       case $p in
         spin) echo "ursa setup: could not install spin: make test reports the model check NOT RUN and fails (URSA_TEST_ALLOW_NOT_RUN=model allows it)" >&2 ;;
         libunwind-dev) echo "ursa setup: could not install libunwind-dev: ursa_dump prints no backtraces" >&2 ;;
+        mpich|libmpich-dev) echo "ursa setup: could not install $p: ursa builds without its MPI layer (libursa-dist), whose tests and benchmarks do not run" >&2 ;;
         python3-venv) echo "ursa setup: could not install python3-venv: the bench report will have no plots" >&2 ;;
         *)    echo "ursa setup: could not install $p: the benchmarks that need it will show as missing" >&2 ;;
       esac

@@ -37,6 +37,7 @@ enum ursa__wait {
   URSA__W_PT_JOIN, URSA__W_PT_SEM, URSA__W_PT_IDLE,                 /* src/pt/ */
   URSA__W_IO_FD, URSA__W_IO_OFFLOAD, URSA__W_IO_POLLER,             /* src/io/ */
   URSA__W_UPT, URSA__W_UPT_MUTEX, URSA__W_UPT_SEM,                  /* src/pthread/ */
+  URSA__W_DIST,                                                     /* src/dist/ */
   URSA__W_MAX
 };
 

@@ -362,6 +362,11 @@ bool ursa__unpark_queued(struct ursa__waitq *q, struct ursa__thread *t, int res)
   return true;
 }
 
+bool ursa__vp_others_ready(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  return vp != NULL && ursa__vp_has_ready(vp);
+}
+
 struct ursa__thread *ursa__self_thread(void) {
   struct ursa__vp *vp = ursa__tls_vp;
   return vp ? vp->cur : NULL;

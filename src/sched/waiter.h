@@ -79,6 +79,10 @@ URSA__WAITER_API void ursa__obj_unlock(ursa__spin_t *l);
 URSA__WAITER_API void *ursa__layer_self(void);
 URSA__WAITER_API void  ursa__layer_set(void *record);
 
+/* Whether the calling thread's VP has another thread ready to run (a layer's own polling thread,
+ * src/dist/, backs off only when it has nothing else to let run).  False outside an ursa thread. */
+URSA__WAITER_API bool ursa__vp_others_ready(void);
+
 /* ---- the reports ---------------------------------------------------------------------------------- */
 /* A waitable kind, as the reports print it: "what" names the wait ("ursa_mutex_lock on mutex");
  * owner, when set, gives the thread that holds obj (the wait-for graph's edge). */

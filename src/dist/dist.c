@@ -1,0 +1,1215 @@
+/*
+ * dist.c - ursa threads across machines on MPI (libursa-dist, include/ursa/dist.h).
+ *
+ * An optional layer: it uses ursa's public API and the waiter interface (src/sched/waiter.h:
+ * ursa__park / ursa__park_claim_thread / ursa__unpark_thread, ursa__obj_lock, the kinds of wait,
+ * ursa__vp_others_ready) and nothing else of ursa's inside (scripts/check-layers.sh checks it).
+ *
+ * Protocol.  Every operation is an active message (struct hdr + bytes) on one tag of a duplicate of
+ * MPI_COMM_WORLD, so MPI's non-overtaking rule gives FIFO order per (source, destination) pair: an
+ * UNLOCK never overtakes the LOCK before it.  A message is handled by `handle` on its destination,
+ * in O(1) plus the waiters it wakes, under D.lock, and never blocks: it grants, replies, queues the
+ * requester, or hands a spawn to `ctx_run`, which creates the ursa thread after the lock is
+ * dropped.  A message to this rank is handled at once by the sender, with no MPI.  A request that
+ * waits for an answer has a slot (struct dreq, on the requester's stack, found by its id); the
+ * answer (REPLY) completes it and unparks the requester.  Owner-side state: thread records (for
+ * join), objects (mutex, I-structure, M-structure, barrier) with FIFO queues of (rank, request).
+ *
+ * Progress.  One ursa thread per rank, bound to VP 0 (the kernel thread of ursa_init), is the only
+ * caller of MPI (MPI_THREAD_FUNNELED): it initializes MPI, sends what the other threads queued
+ * (MPI_Isend, completions by MPI_Testsome), receives (MPI_Improbe + MPI_Mrecv) and handles up to
+ * POLL_BUDGET messages a round, and yields after each round.  When there is nothing to do and no
+ * other thread of VP 0 is ready, it backs off as distributed.md measured: it spins for
+ * URSA_DIST_SPIN_US, then calls sched_yield until URSA_DIST_YIELD_US, then waits on its kick
+ * semaphore for URSA_DIST_SLEEP_US at a time (an ursa timed wait: VP 0 runs other threads or
+ * sleeps in the kernel), and for URSA_DIST_DEEP_SLEEP_US at a time once idle for
+ * URSA_DIST_DEEP_AFTER_MS (an idle rank used about 10% of a core with the 50 us sleeps alone,
+ * about 2.5% with the deeper ones); a thread of this rank that queues a message posts the semaphore when it sleeps, so only
+ * a message from another rank waits for the end of a sleep.  So no
+ * ursa thread ever calls a blocking MPI function (MPI_Init and MPI_Finalize excepted, at start and
+ * end).
+ *
+ * Watchdog: see watchdog() (a silent rank that a request waits on ends the job).
+ *
+ * Termination.  A rank is idle when its main has called ursa_dist_finalize, none of the threads it
+ * runs for ursa_dist_create is alive, no request is pending and nothing is queued to send.  Rank 0
+ * runs waves (PROBE -> STATUS: idle, messages sent, messages handled); two consecutive waves in
+ * which every rank is idle and the totals of sent and handled are equal and unchanged end the job
+ * (SHUTDOWN), the four-counter method.  Failure is fail-stop: an MPI error, or a rank that a
+ * request waits on and that answers nothing, not even a ping, for URSA_DIST_TIMEOUT_MS, prints the
+ * rank's pending operations and exits non-zero (fail_stop); a dead rank brings the job down
+ * through mpiexec.
+ *
+ * Locking: D.lock (ursa's spin lock) guards all of D below it; it is never held across an MPI call,
+ * a thread creation, a park (ursa__park releases it) or an unpark.  Who calls what: the public
+ * calls from any ursa thread on any VP; handle and the progress loop from the progress thread or,
+ * for local messages, the calling thread.
+ */
+#define _GNU_SOURCE
+#include "ursa.h"
+#include "ursa/dist.h"
+#include "../sched/waiter.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <mpi.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TAG          7411
+#define POLL_BUDGET  32
+#define POST_SLEEP_SPIN_NS 5000   /* after a sleep, poll this long before the next: one probe may
+                                     not yet see a message that arrived during the sleep */
+#define NBUCKETS     1024
+#define OWNER(id)    ((int)((id) >> 48))
+
+enum kind {
+  K_SPAWN = 1, K_SPAWN_ANY, K_LOAD, K_JOIN, K_CREATE, K_DESTROY, K_LOCK, K_UNLOCK, K_IS_READ,
+  K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY,
+  K_PROBE, K_STATUS, K_SHUTDOWN,                /* termination detection: not counted */
+  K_PING, K_PONG                                /* the watchdog's liveness check: not counted */
+};
+static const char *const kind_name[] = {
+  "?", "create", "create (any rank)", "load", "join", "object create", "object destroy", "mutex lock",
+  "mutex unlock", "I-structure read", "I-structure write", "M-structure take", "M-structure put",
+  "barrier wait", "reply", "probe", "status", "shutdown", "ping", "pong"};
+
+enum otype { O_FREE = 0, O_MUTEX, O_IVAR, O_MVAR, O_BARRIER };
+
+struct hdr {                /* 40 bytes, then len bytes */
+  uint8_t  kind, flags;     /* flags: the object type expected (object kinds), URSA_DIST_DETACHED */
+  uint16_t load;            /* the sender's live spawned threads (the arbiter's estimate)        */
+  int32_t  src;             /* the requester's rank (kept when the arbiter forwards)             */
+  uint64_t req;             /* the requester's slot id (0: no answer wanted)                     */
+  uint64_t obj;             /* object or thread id                                               */
+  uint64_t a;               /* per kind: name hash, token, count, type, wave, result word       */
+  int32_t  status;
+  uint32_t len;
+};
+
+struct dmsg { struct dmsg *next; int dst; struct hdr h; unsigned char data[]; };
+
+struct dreq {                /* a pending request, on the requester's stack */
+  uint64_t id, t0;
+  int      kind, dst, done, status;
+  struct ursa__thread *th;   /* set when parked */
+  void    *buf;
+  size_t   cap, len;
+  uint64_t a;
+};
+
+struct dwait { struct dwait *next; int src; uint64_t req, tok; };
+
+struct dobj {
+  uint16_t gen;
+  uint8_t  type;
+  bool     full, held;
+  int      holder_src;
+  uint64_t holder_tok;
+  void    *val;
+  uint32_t len;
+  unsigned count, arrived;
+  struct dwait *head, *tail;
+};
+
+struct dthr {                /* a joinable thread run here for ursa_dist_create */
+  struct dthr *next;
+  uint64_t seq;
+  bool     exited, joining;
+  int      joiner_src;
+  uint64_t joiner_req;
+  int      status;
+  void    *res;
+  size_t   len;
+};
+
+struct job {                 /* a spawn, between handle and ctx_run */
+  struct job *next;
+  ursa_dist_fn fn;
+  uint64_t seq;              /* the thread's id, 0 when detached */
+  int      src;
+  uint64_t req;
+  size_t   len;
+  unsigned char arg[];
+};
+
+struct ctx {                 /* what a handler leaves for after the lock */
+  struct job *jobs;
+  struct ursa__thread *wake[16];
+  int nwake;
+  struct ursa__thread **more;
+  int nmore, capmore;
+};
+
+struct fnent { char name[64]; uint64_t hash; ursa_dist_fn fn; };
+struct held { struct held *next; uint64_t obj, tok; };
+
+static struct {
+  ursa__spin_t lock;
+  int state;                                  /* 0 off, 1 running, 2 finalized */
+  int rank, size;
+  bool smp, own_mpi;
+  int *argc; char ***argv;
+  MPI_Comm comm;
+  ursa_thread_t prog;
+  ursa_sem_t kick, ready;
+  int sleeping;                               /* atomic: the progress thread is in its timed wait */
+  int init_rc;
+  uint64_t spin_ns, yield_ns, sleep_ns, deep_after_ns, deep_sleep_ns, timeout_ns;
+  /* registry */
+  struct fnent *fns; int nfns, capfns;
+  /* outgoing */
+  struct dmsg *out_head, *out_tail;
+  int nout;                                   /* atomic reads by the progress thread */
+  /* requests */
+  struct dreq **slots; uint32_t *sgen; uint32_t *sfree; int nslots, nfree; int nreq;
+  /* threads run here */
+  struct dthr *bucket[NBUCKETS];
+  uint64_t next_seq;
+  int live;
+  /* objects homed here */
+  struct dobj *objs; int nobjs, capobjs; int *ofree; int nofree;
+  struct held *held;
+  /* arbiter (rank 0) */
+  int *load_est; int rr;
+  /* spawned threads that have finished, for reap() to join */
+  ursa_thread_t *done; int ndone, capdone;
+  /* the watchdog: when each rank was last heard from; when it was first pinged in a silence */
+  uint64_t *heard, *pinged;
+  /* termination */
+  bool main_done, shutdown;
+  uint64_t sent, recvd;
+  uint64_t wave; bool wave_active, prev_ok; int wave_replies; bool wave_idle;
+  uint64_t wave_s, wave_r, prev_s, prev_r, next_wave_at;
+  ursa_dist_stats_t st;
+} D;
+
+/* ---- small helpers -------------------------------------------------------------------------- */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t name_hash(const char *s) {          /* FNV-1a, never 0 */
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ull; }
+  return h ? h : 1;
+}
+
+static void lock(void) { ursa__obj_lock(&D.lock); }
+static void unlock(void) { ursa__obj_unlock(&D.lock); }
+
+/* Ends this process at once with a non-zero status; mpiexec then ends every other rank (MPICH's
+ * hydra within 0.1 s, distributed.md section 6).  Not MPI_Abort: MPICH 4.0's MPI_Abort makes progress
+ * on UCX first, and with a peer that never answers (a stuck rank) it never returned. */
+static _Noreturn void fail_stop(int code) {
+  fflush(stdout);
+  fflush(stderr);
+  _exit(code);
+}
+
+static _Noreturn __attribute__((format(printf, 1, 2))) void die(const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "ursa dist: rank %d: ", D.rank);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  fail_stop(70);
+}
+#define MPICHK(call) do { int rc_ = (call); if (rc_ != MPI_SUCCESS) die("%s failed (MPI error %d)", #call, rc_); } while (0)
+
+/* ---- the wake list ---------------------------------------------------------------------------- */
+
+static void ctx_wake(struct ctx *c, struct ursa__thread *t) {
+  if (c->nwake < 16) { c->wake[c->nwake++] = t; return; }
+  if (c->nmore == c->capmore) {
+    int n = c->capmore ? 2 * c->capmore : 64;
+    struct ursa__thread **m = realloc(c->more, (size_t)n * sizeof *m);
+    if (m == NULL) die("out of memory (wake list)");
+    c->more = m; c->capmore = n;
+  }
+  c->more[c->nmore++] = t;
+}
+
+/* ---- request slots (lock held) ---------------------------------------------------------------- */
+
+static int slot_alloc(struct dreq *r) {
+  uint32_t i;
+  if (D.nfree == 0) {
+    int n = D.nslots ? 2 * D.nslots : 64;
+    struct dreq **s = realloc(D.slots, (size_t)n * sizeof *s);
+    if (s == NULL) return -ENOMEM;
+    D.slots = s;
+    uint32_t *g = realloc(D.sgen, (size_t)n * sizeof *g);
+    if (g == NULL) return -ENOMEM;
+    D.sgen = g;
+    uint32_t *f = realloc(D.sfree, (size_t)n * sizeof *f);
+    if (f == NULL) return -ENOMEM;
+    D.sfree = f;
+    for (int k = n - 1; k >= D.nslots; k--) { D.slots[k] = NULL; D.sgen[k] = 1; D.sfree[D.nfree++] = (uint32_t)k; }
+    D.nslots = n;
+  }
+  i = D.sfree[--D.nfree];
+  D.slots[i] = r;
+  r->id = ((uint64_t)D.sgen[i] << 32) | i;
+  D.nreq++;
+  return 0;
+}
+
+static struct dreq *slot_take(uint64_t id) {        /* the request, removed from the table */
+  uint32_t i = (uint32_t)id;
+  if (i >= (uint32_t)D.nslots || D.sgen[i] != (uint32_t)(id >> 32) || D.slots[i] == NULL) return NULL;
+  struct dreq *r = D.slots[i];
+  D.slots[i] = NULL;
+  D.sgen[i]++;
+  if (D.sgen[i] == 0) D.sgen[i] = 1;
+  D.sfree[D.nfree++] = i;
+  D.nreq--;
+  return r;
+}
+
+static void complete(struct ctx *c, uint64_t req, int status, const void *data, size_t len, uint64_t a) {
+  struct dreq *r = slot_take(req);
+  if (r == NULL) return;                            /* (cannot happen: each request is answered once) */
+  r->status = status;
+  r->len = len;
+  r->a = a;
+  if (r->buf && len) memcpy(r->buf, data, len < r->cap ? len : r->cap);
+  r->done = 1;
+  if (r->th != NULL && ursa__park_claim_thread(r->th, false)) ctx_wake(c, r->th);
+}
+
+/* ---- sending (lock held) ---------------------------------------------------------------------- */
+
+static void handle(struct ctx *c, const struct hdr *h, const void *data);
+
+static void send_raw(int dst, const struct hdr *h, const void *data) {
+  struct dmsg *m = malloc(sizeof *m + h->len);
+  if (m == NULL) die("out of memory (send)");
+  m->next = NULL;
+  m->dst = dst;
+  m->h = *h;
+  if (h->len) memcpy(m->data, data, h->len);
+  if (D.out_tail) D.out_tail->next = m; else D.out_head = m;
+  D.out_tail = m;
+  __atomic_store_n(&D.nout, D.nout + 1, __ATOMIC_RELAXED);   /* read by the progress thread's idle test */
+}
+
+/* A counted message to dst: handled here at once when dst is this rank. */
+static void post(struct ctx *c, int dst, struct hdr *h, const void *data) {
+  D.sent++;
+  h->load = (uint16_t)(D.live > 65535 ? 65535 : D.live);
+  if (dst == D.rank) { handle(c, h, data); return; }
+  send_raw(dst, h, data);
+}
+
+static void reply(struct ctx *c, int dst, uint64_t req, int status, const void *data, size_t len, uint64_t a) {
+  if (req == 0) return;
+  if (dst == D.rank) { D.sent++; D.recvd++; complete(c, req, status, data, len, a); return; }
+  struct hdr h = {.kind = K_REPLY, .src = D.rank, .req = req, .a = a, .status = status, .len = (uint32_t)len};
+  post(c, dst, &h, data);
+}
+
+/* After the lock: create the spawned threads, then wake the parked requesters. */
+static void *tramp(void *p);
+static void kick(void);
+static void ctx_run(struct ctx *c) {
+  while (c->jobs) {
+    struct job *j = c->jobs;
+    c->jobs = j->next;
+    ursa_attr_t a;
+    ursa_thread_t t;
+    uint64_t seq = j->seq, id = ((uint64_t)D.rank << 48) | seq;
+    int src = j->src;
+    uint64_t req = j->req;
+    ursa_attr_init(&a);                             /* joinable: reaped by reap() */
+    int rc = ursa_create(&t, &a, tramp, j);
+    ursa_attr_destroy(&a);
+    lock();
+    if (rc != 0) {
+      D.live--;
+      if (seq) {
+        struct dthr **pp = &D.bucket[seq % NBUCKETS];
+        while (*pp && (*pp)->seq != seq) pp = &(*pp)->next;
+        if (*pp) { struct dthr *d = *pp; *pp = d->next; free(d); }
+      }
+      free(j);
+    }
+    reply(c, src, req, rc, NULL, 0, rc == 0 ? id : 0);
+    unlock();
+  }
+  for (int i = 0; i < c->nwake; i++) ursa__unpark_thread(c->wake[i], 0);
+  for (int i = 0; i < c->nmore; i++) ursa__unpark_thread(c->more[i], 0);
+  c->nwake = c->nmore = 0;
+  free(c->more);
+  c->more = NULL;
+  c->capmore = 0;
+}
+
+/* ---- threads run here --------------------------------------------------------------------------- */
+
+static struct dthr *thr_find(uint64_t seq, struct dthr ***where) {
+  struct dthr **pp = &D.bucket[seq % NBUCKETS];
+  while (*pp && (*pp)->seq != seq) pp = &(*pp)->next;
+  if (where) *where = pp;
+  return *pp;
+}
+
+static void *tramp(void *p) {
+  struct job *j = p;
+  struct ctx c = {0};
+  unsigned char *res = malloc(URSA_DIST_RES_MAX);
+  ssize_t rc = res ? j->fn(j->arg, j->len, res, URSA_DIST_RES_MAX) : -ENOMEM;
+  if (rc > (ssize_t)URSA_DIST_RES_MAX) rc = -EMSGSIZE;
+  lock();
+  if (j->seq) {
+    struct dthr **pp, *d = thr_find(j->seq, &pp);
+    if (d) {
+      int status = rc < 0 ? (int)rc : 0;
+      size_t len = rc < 0 ? 0 : (size_t)rc;
+      if (d->joining) {
+        reply(&c, d->joiner_src, d->joiner_req, status, res, len, 0);
+        *pp = d->next;
+        free(d);
+      } else {
+        d->exited = true;
+        d->status = status;
+        d->len = len;
+        d->res = len ? malloc(len) : NULL;
+        if (len && d->res == NULL) { d->status = -ENOMEM; d->len = 0; }
+        else if (len) memcpy(d->res, res, len);
+      }
+    }
+  }
+  unlock();
+  ctx_run(&c);
+  kick();
+  free(res);
+  free(j);
+  /* Last: the thread stops counting as live (so termination may conclude) only here, after its
+   * last use of D but the lock, and leaves its handle for reap() to join (so ursa_dist_finalize
+   * returns only once every such thread has ended: ursa_fini then finds none). */
+  ursa_thread_t me = ursa_self();
+  lock();
+  if (D.ndone == D.capdone) {
+    int n = D.capdone ? 2 * D.capdone : 64;
+    ursa_thread_t *d = realloc(D.done, (size_t)n * sizeof *d);
+    if (d == NULL) die("out of memory (done threads)");
+    D.done = d;
+    D.capdone = n;
+  }
+  D.done[D.ndone] = me;
+  __atomic_store_n(&D.ndone, D.ndone + 1, __ATOMIC_RELAXED);   /* read by the progress loop */
+  D.live--;
+  if (D.rank != 0) {                                /* the arbiter's estimate of this rank: sent at */
+    struct hdr h = {.kind = K_LOAD, .src = D.rank}; /* the progress thread's next round           */
+    D.sent++;
+    h.load = (uint16_t)(D.live > 65535 ? 65535 : D.live);
+    send_raw(0, &h, NULL);
+  }
+  unlock();
+  return NULL;
+}
+
+/* Joins the spawned threads that have finished (progress thread, and finalize at the end). */
+static void reap(void) {
+  lock();
+  int n = D.ndone;
+  ursa_thread_t *d = D.done;
+  D.done = NULL;
+  D.capdone = 0;
+  __atomic_store_n(&D.ndone, 0, __ATOMIC_RELAXED);
+  unlock();
+  for (int i = 0; i < n; i++) ursa_join(d[i], NULL);
+  free(d);
+}
+
+/* ---- objects homed here (lock held) --------------------------------------------------------------- */
+
+static struct dobj *obj_get(uint64_t id, int type) {
+  uint32_t i = (uint32_t)id;
+  if (OWNER(id) != D.rank || i >= (uint32_t)D.nobjs) return NULL;
+  struct dobj *o = &D.objs[i];
+  if (o->type != type || o->gen != (uint16_t)(id >> 32)) return NULL;
+  return o;
+}
+
+static int obj_new(int type, unsigned count, uint64_t *id) {
+  int i;
+  if (D.nofree) i = D.ofree[--D.nofree];
+  else {
+    if (D.nobjs == D.capobjs) {
+      int n = D.capobjs ? 2 * D.capobjs : 64;
+      struct dobj *o = realloc(D.objs, (size_t)n * sizeof *o);
+      if (o == NULL) return -ENOMEM;
+      D.objs = o;
+      int *f = realloc(D.ofree, (size_t)n * sizeof *f);
+      if (f == NULL) return -ENOMEM;
+      D.ofree = f;
+      D.capobjs = n;
+    }
+    i = D.nobjs++;
+    memset(&D.objs[i], 0, sizeof D.objs[i]);
+    D.objs[i].gen = 1;
+  }
+  struct dobj *o = &D.objs[i];
+  uint16_t gen = o->gen;
+  memset(o, 0, sizeof *o);
+  o->gen = gen;
+  o->type = (uint8_t)type;
+  o->count = count;
+  *id = ((uint64_t)D.rank << 48) | ((uint64_t)gen << 32) | (uint32_t)i;
+  return 0;
+}
+
+static bool enqueue(struct dobj *o, int src, uint64_t req, uint64_t tok) {
+  struct dwait *w = malloc(sizeof *w);
+  if (w == NULL) return false;
+  w->next = NULL; w->src = src; w->req = req; w->tok = tok;
+  if (o->tail) o->tail->next = w; else o->head = w;
+  o->tail = w;
+  return true;
+}
+
+static struct dwait *dequeue(struct dobj *o) {
+  struct dwait *w = o->head;
+  if (w) { o->head = w->next; if (!o->head) o->tail = NULL; }
+  return w;
+}
+
+/* ---- the handler ------------------------------------------------------------------------------------ */
+
+static void spawn_here(struct ctx *c, const struct hdr *h, const void *data) {
+  ursa_dist_fn fn = NULL;
+  for (int i = 0; i < D.nfns; i++)
+    if (D.fns[i].hash == h->a) { fn = D.fns[i].fn; break; }
+  if (fn == NULL) { reply(c, h->src, h->req, -ENOENT, NULL, 0, 0); return; }
+  struct job *j = malloc(sizeof *j + h->len);
+  struct dthr *d = NULL;
+  if (j && !(h->flags & URSA_DIST_DETACHED) && (d = calloc(1, sizeof *d)) == NULL) { free(j); j = NULL; }
+  if (j == NULL) { reply(c, h->src, h->req, -ENOMEM, NULL, 0, 0); return; }
+  j->fn = fn;
+  j->seq = 0;
+  j->src = h->src;
+  j->req = h->req;
+  j->len = h->len;
+  if (h->len) memcpy(j->arg, data, h->len);
+  if (d) {
+    d->seq = j->seq = D.next_seq++;
+    d->next = D.bucket[d->seq % NBUCKETS];
+    D.bucket[d->seq % NBUCKETS] = d;
+  }
+  D.live++;
+  D.st.spawned++;
+  j->next = c->jobs;                                  /* ctx_run creates it and replies */
+  c->jobs = j;
+}
+
+static void handle(struct ctx *c, const struct hdr *h, const void *data) {
+  struct dobj *o;
+  struct dwait *w;
+  if (h->kind < K_PROBE) D.recvd++;
+  if (D.rank == 0 && h->src != 0 && h->kind != K_PROBE && h->kind != K_STATUS && D.load_est)
+    D.load_est[h->src] = h->load;                    /* piggybacked load */
+  switch (h->kind) {
+  case K_SPAWN:
+    spawn_here(c, h, data);
+    break;
+  case K_SPAWN_ANY: {                                /* the arbiter: least loaded, ties round robin */
+    int best = -1;
+    D.load_est[0] = D.live;
+    for (int k = 0; k < D.size; k++) {
+      int r = (D.rr + k) % D.size;
+      if (best < 0 || D.load_est[r] < D.load_est[best]) best = r;
+    }
+    D.rr = (best + 1) % D.size;
+    D.load_est[best]++;
+    struct hdr f = *h;
+    f.kind = K_SPAWN;
+    if (best == 0) spawn_here(c, &f, data);
+    else { D.sent++; f.load = (uint16_t)D.live; send_raw(best, &f, data); }
+    break;
+  }
+  case K_LOAD:
+    break;
+  case K_JOIN: {
+    uint64_t seq = h->obj & ((1ull << 48) - 1);
+    struct dthr **pp, *d = thr_find(seq, &pp);
+    if (d == NULL) { reply(c, h->src, h->req, seq < D.next_seq && seq != 0 ? -EINVAL : -ESRCH, NULL, 0, 0); break; }
+    if (d->joining) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
+    if (d->exited) {
+      reply(c, h->src, h->req, d->status, d->res, d->len, 0);
+      *pp = d->next;
+      free(d->res);
+      free(d);
+      break;
+    }
+    d->joining = true;
+    d->joiner_src = h->src;
+    d->joiner_req = h->req;
+    break;
+  }
+  case K_CREATE: {
+    uint64_t id = 0;
+    int rc = obj_new((int)h->a, (unsigned)h->obj, &id);
+    reply(c, h->src, h->req, rc, NULL, 0, id);
+    break;
+  }
+  case K_DESTROY:
+    if ((o = obj_get(h->obj, h->flags)) == NULL) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
+    if (o->held || o->head || o->arrived) { reply(c, h->src, h->req, -EBUSY, NULL, 0, 0); break; }
+    free(o->val);
+    o->val = NULL;
+    o->type = O_FREE;
+    o->gen = (uint16_t)(o->gen + 1 ? o->gen + 1 : 1);
+    D.ofree[D.nofree++] = (int)(o - D.objs);
+    reply(c, h->src, h->req, 0, NULL, 0, 0);
+    break;
+  case K_LOCK:
+    if ((o = obj_get(h->obj, O_MUTEX)) == NULL) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
+    if (!o->held) { o->held = true; o->holder_src = h->src; o->holder_tok = h->a; reply(c, h->src, h->req, 0, NULL, 0, 0); }
+    else if (!enqueue(o, h->src, h->req, h->a)) reply(c, h->src, h->req, -ENOMEM, NULL, 0, 0);
+    break;
+  case K_UNLOCK:                                     /* the holder checked it holds it: no answer */
+    if ((o = obj_get(h->obj, O_MUTEX)) == NULL || !o->held || o->holder_src != h->src || o->holder_tok != h->a) {
+      fprintf(stderr, "ursa dist: rank %d: an unlock of a mutex not held by its sender (rank %d): ignored\n", D.rank, h->src);
+      break;
+    }
+    if ((w = dequeue(o)) != NULL) {                  /* FIFO hand-over */
+      o->holder_src = w->src;
+      o->holder_tok = w->tok;
+      reply(c, w->src, w->req, 0, NULL, 0, 0);
+      free(w);
+    } else o->held = false;
+    break;
+  case K_IS_READ:
+  case K_MS_TAKE: {
+    int type = h->kind == K_IS_READ ? O_IVAR : O_MVAR;
+    if ((o = obj_get(h->obj, type)) == NULL) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
+    if (o->full) {
+      reply(c, h->src, h->req, 0, o->val, o->len, 0);
+      if (type == O_MVAR) { o->full = false; free(o->val); o->val = NULL; o->len = 0; }
+    } else if (!enqueue(o, h->src, h->req, 0)) reply(c, h->src, h->req, -ENOMEM, NULL, 0, 0);
+    break;
+  }
+  case K_IS_WRITE:
+  case K_MS_PUT: {
+    int type = h->kind == K_IS_WRITE ? O_IVAR : O_MVAR;
+    if ((o = obj_get(h->obj, type)) == NULL) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
+    if (o->full) { reply(c, h->src, h->req, -EBUSY, NULL, 0, 0); break; }
+    if (type == O_MVAR && (w = dequeue(o)) != NULL) {   /* the first taker gets it; stays empty */
+      reply(c, w->src, w->req, 0, data, h->len, 0);
+      free(w);
+      reply(c, h->src, h->req, 0, NULL, 0, 0);
+      break;
+    }
+    void *v = h->len ? malloc(h->len) : NULL;
+    if (h->len && v == NULL) { reply(c, h->src, h->req, -ENOMEM, NULL, 0, 0); break; }
+    if (h->len) memcpy(v, data, h->len);
+    o->val = v;
+    o->len = h->len;
+    o->full = true;
+    while ((w = dequeue(o)) != NULL) { reply(c, w->src, w->req, 0, o->val, o->len, 0); free(w); }
+    reply(c, h->src, h->req, 0, NULL, 0, 0);
+    break;
+  }
+  case K_BAR_WAIT:
+    if ((o = obj_get(h->obj, O_BARRIER)) == NULL) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
+    if (!enqueue(o, h->src, h->req, 0)) { reply(c, h->src, h->req, -ENOMEM, NULL, 0, 0); break; }
+    if (++o->arrived == o->count) {
+      o->arrived = 0;
+      while ((w = dequeue(o)) != NULL) { reply(c, w->src, w->req, 0, NULL, 0, 0); free(w); }
+    }
+    break;
+  case K_REPLY:
+    complete(c, h->req, h->status, data, h->len, h->a);
+    break;
+  case K_PROBE: {
+    bool idle = D.main_done && D.live == 0 && D.nreq == 0 && D.out_head == NULL;
+    struct hdr s = {.kind = K_STATUS, .src = D.rank, .req = D.recvd, .obj = D.sent, .a = h->a, .status = idle};
+    send_raw(0, &s, NULL);
+    break;
+  }
+  case K_STATUS:
+    if (D.wave_active && h->a == D.wave) {
+      D.wave_replies++;
+      D.wave_idle = D.wave_idle && h->status;
+      D.wave_s += h->obj;
+      D.wave_r += h->req;
+    }
+    break;
+  case K_SHUTDOWN:
+    D.shutdown = true;
+    break;
+  case K_PING: {
+    struct hdr p = {.kind = K_PONG, .src = D.rank};
+    send_raw(h->src, &p, NULL);
+    break;
+  }
+  case K_PONG:
+    break;
+  default:
+    die("a message of unknown kind %d: protocol error", h->kind);
+  }
+}
+
+/* ---- the progress thread ---------------------------------------------------------------------------- */
+
+static MPI_Request *sreq;
+static struct dmsg **smsg;
+static int nsend, capsend;
+static unsigned char *rbuf;
+
+static bool local_idle(void) { return D.main_done && D.live == 0 && D.nreq == 0 && D.out_head == NULL; }
+
+/* Rank 0, lock held: start a wave, or conclude one. */
+static void waves(uint64_t t) {
+  if (D.shutdown) return;
+  if (!D.wave_active) {
+    if (!local_idle() || t < D.next_wave_at) return;
+    D.wave++;
+    D.wave_active = true;
+    D.wave_replies = 0;
+    D.wave_idle = true;
+    D.wave_s = D.sent;
+    D.wave_r = D.recvd;
+    for (int r = 1; r < D.size; r++) {
+      struct hdr p = {.kind = K_PROBE, .src = 0, .a = D.wave};
+      send_raw(r, &p, NULL);
+    }
+  }
+  if (D.wave_replies < D.size - 1) return;
+  D.wave_active = false;
+  bool ok = D.wave_idle && D.wave_s == D.wave_r;
+  if (ok && D.prev_ok && D.wave_s == D.prev_s && D.wave_r == D.prev_r) {
+    for (int r = 1; r < D.size; r++) {
+      struct hdr s = {.kind = K_SHUTDOWN, .src = 0};
+      send_raw(r, &s, NULL);
+    }
+    D.shutdown = true;
+    return;
+  }
+  D.prev_ok = ok;
+  D.prev_s = D.wave_s;
+  D.prev_r = D.wave_r;
+  D.next_wave_at = t + (ok ? 0 : 20000);             /* 20 us between failed waves */
+}
+
+/* Every 100 ms, lock held.  A request may wait as long as the program makes it (a lock held, an
+ * I-structure not yet written); what must not happen is that the rank it waits on goes silent.
+ * So: for a request older than half the timeout, ping its rank (one ping outstanding per rank); a
+ * rank that has not answered a ping within half the timeout is stuck (its VP 0 runs a thread that
+ * never yields, or a protocol bug): print what this rank waits for, and end the job.  A stall is
+ * so found between one timeout and one timeout plus 100 ms after the request. */
+static void watchdog(uint64_t t) {
+  int stuck = -1;
+  if (D.timeout_ns == 0) return;                     /* URSA_DIST_TIMEOUT_MS=0: no deadline */
+  for (int i = 0; i < D.nslots; i++) {
+    struct dreq *r = D.slots[i];
+    if (r == NULL || t - r->t0 <= D.timeout_ns / 2) continue;
+    int dst = r->dst == URSA_RANK_ANY ? 0 : r->dst;
+    if (dst == D.rank) continue;                     /* answered here: this thread is alive */
+    if (D.pinged[dst] > D.heard[dst]) {              /* a ping is unanswered */
+      if (t - D.pinged[dst] > D.timeout_ns / 2) { stuck = dst; break; }
+    } else {
+      struct hdr p = {.kind = K_PING, .src = D.rank};
+      send_raw(dst, &p, NULL);
+      D.pinged[dst] = t;
+    }
+  }
+  if (stuck < 0) return;
+  fprintf(stderr, "ursa dist: rank %d: rank %d answered nothing for URSA_DIST_TIMEOUT_MS=%llu while this rank waits "
+                  "on it: it is stuck (a thread that never yields on its VP 0?); pending remote operations of rank %d:\n",
+          D.rank, stuck, (unsigned long long)(D.timeout_ns / 1000000), D.rank);
+  for (int i = 0; i < D.nslots; i++) {
+    struct dreq *r = D.slots[i];
+    if (r && r->dst == URSA_RANK_ANY) fprintf(stderr, "  %s -> arbiter (rank 0), waiting %.1f ms\n", kind_name[r->kind], (t - r->t0) / 1e6);
+    else if (r) fprintf(stderr, "  %s -> rank %d, waiting %.1f ms\n", kind_name[r->kind], r->dst, (t - r->t0) / 1e6);
+  }
+  fprintf(stderr, "ursa dist: rank %d: ending the job\n", D.rank);
+  fail_stop(71);
+}
+
+static int env_us(const char *name, uint64_t def, uint64_t *out) {
+  const char *s = getenv(name);
+  char *end;
+  if (s == NULL || *s == '\0') { *out = def; return 0; }
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || *s == '-' || v > 3600ull * 1000000) {
+    fprintf(stderr, "ursa dist: %s=%s is not a whole number of %s up to one hour\n", name, s,
+            strstr(name, "_MS") ? "milliseconds" : "microseconds");
+    return -EINVAL;
+  }
+  *out = v;
+  return 0;
+}
+
+static int sends_flush(void) {
+  int sent = 0;
+  lock();
+  struct dmsg *m = D.out_head;
+  D.out_head = D.out_tail = NULL;
+  __atomic_store_n(&D.nout, 0, __ATOMIC_RELAXED);
+  unlock();
+  while (m) {
+    struct dmsg *next = m->next;
+    if (nsend == capsend) {
+      int n = capsend ? 2 * capsend : 64;
+      sreq = realloc(sreq, (size_t)n * sizeof *sreq);
+      smsg = realloc(smsg, (size_t)n * sizeof *smsg);
+      if (!sreq || !smsg) die("out of memory (send queue)");
+      capsend = n;
+    }
+    MPICHK(MPI_Isend(&m->h, (int)(sizeof m->h + m->h.len), MPI_BYTE, m->dst, TAG, D.comm, &sreq[nsend]));
+    smsg[nsend++] = m;
+    m = next;
+    sent++;
+  }
+  if (nsend) {
+    int idx[64], n = 0;
+    int cnt = nsend < 64 ? nsend : 64;
+    MPI_Status sts[64];                     /* (MPI_STATUSES_IGNORE trips gcc's -Wstringop-overflow on MPICH's header) */
+    MPICHK(MPI_Testsome(cnt, sreq, &n, idx, sts));
+    if (n > 0 && n != MPI_UNDEFINED) {
+      for (int k = 0; k < n; k++) { free(smsg[idx[k]]); smsg[idx[k]] = NULL; }
+      int j = 0;
+      for (int k = 0; k < nsend; k++)
+        if (smsg[k]) { smsg[j] = smsg[k]; sreq[j] = sreq[k]; j++; }
+      nsend = j;
+    }
+  }
+  return sent;
+}
+
+static int receive(void) {
+  int n = 0;
+  while (n < POLL_BUDGET) {
+    int flag, len;
+    MPI_Message mm;
+    MPI_Status st;
+    MPICHK(MPI_Improbe(MPI_ANY_SOURCE, TAG, D.comm, &flag, &mm, &st));
+    if (!flag) break;
+    MPICHK(MPI_Get_count(&st, MPI_BYTE, &len));
+    if (len < (int)sizeof(struct hdr) || len > (int)(sizeof(struct hdr) + URSA_DIST_ARG_MAX))
+      die("a message of %d bytes: protocol error", len);
+    MPICHK(MPI_Mrecv(rbuf, len, MPI_BYTE, &mm, MPI_STATUS_IGNORE));
+    struct hdr h;
+    memcpy(&h, rbuf, sizeof h);
+    struct ctx c = {0};
+    lock();
+    if (D.timeout_ns) D.heard[st.MPI_SOURCE] = now_ns();
+    handle(&c, &h, rbuf + sizeof h);
+    unlock();
+    ctx_run(&c);
+    n++;
+  }
+  return n;
+}
+
+static void *progress(void *unused) {
+  (void)unused;
+  int inited = 0, prov = 0, rc = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    if (MPI_Init_thread(D.argc, D.argv, MPI_THREAD_FUNNELED, &prov) != MPI_SUCCESS) rc = -EIO;
+    else D.own_mpi = true;
+  } else {
+    int is_main = 0;
+    MPI_Query_thread(&prov);
+    MPI_Is_thread_main(&is_main);
+    if (!is_main) {
+      fprintf(stderr, "ursa dist: MPI was initialized on a kernel thread other than ursa's VP 0 (the thread of ursa_init)\n");
+      rc = -EPERM;
+    }
+  }
+  if (rc == 0 && prov < MPI_THREAD_FUNNELED) {
+    fprintf(stderr, "ursa dist: MPI provides thread level %d, below MPI_THREAD_FUNNELED\n", prov);
+    rc = -EINVAL;
+  }
+  if (rc == 0) {
+    MPICHK(MPI_Comm_dup(MPI_COMM_WORLD, &D.comm));
+    MPICHK(MPI_Comm_set_errhandler(D.comm, MPI_ERRORS_RETURN));
+    MPICHK(MPI_Comm_rank(D.comm, &D.rank));
+    MPICHK(MPI_Comm_size(D.comm, &D.size));
+    rbuf = malloc(sizeof(struct hdr) + URSA_DIST_ARG_MAX);
+    D.load_est = calloc((size_t)D.size, sizeof *D.load_est);
+    D.heard = calloc((size_t)D.size, sizeof *D.heard);
+    D.pinged = calloc((size_t)D.size, sizeof *D.pinged);
+    if (rbuf == NULL || !D.load_est || !D.heard || !D.pinged || D.size > 65535) rc = D.size > 65535 ? -EINVAL : -ENOMEM;
+    else for (int r = 0; r < D.size; r++) D.heard[r] = now_ns();
+  }
+  if (rc == 0 && D.rank == 0) {                          /* object 0 of rank 0: ursa_dist_barrier_all */
+    uint64_t id;
+    lock();
+    rc = obj_new(O_BARRIER, (unsigned)D.size, &id);
+    unlock();
+  }
+  D.init_rc = rc;
+  if (rc == 0) __atomic_store_n(&D.state, 1, __ATOMIC_RELEASE);
+  ursa_sem_post(&D.ready);
+  if (rc != 0) return NULL;
+
+  uint64_t idle_since = 0, spin_until = 0, next_watch = now_ns() + 100000000;
+  for (;;) {
+    int n = 0;
+    __atomic_fetch_add(&D.st.polls, 1, __ATOMIC_RELAXED);          /* read by ursa_dist_stats */
+    if (__atomic_load_n(&D.ndone, __ATOMIC_RELAXED)) reap();
+    /* a message sent counts as activity: its answer comes soon, so the backoff starts over */
+    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) || nsend) n += sends_flush();
+    n += receive();
+    /* answers the handlers queued go out before this thread yields: the thread it wakes may
+     * compute for long without blocking (then, with one VP, this thread would not run) */
+    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED)) n += sends_flush();
+    uint64_t t = 0;
+    if (D.rank == 0 || D.timeout_ns) t = now_ns();
+    lock();
+    if (D.rank == 0) waves(t);
+    bool stop = D.shutdown && D.out_head == NULL;
+    unlock();
+    if (stop && nsend == 0) break;
+    if (t >= next_watch) {
+      lock();
+      watchdog(t);
+      unlock();
+      next_watch = t + 100000000;
+    }
+    if (n || __atomic_load_n(&D.nout, __ATOMIC_RELAXED) || nsend) { idle_since = 0; ursa_yield(); continue; }
+    if (ursa__vp_others_ready()) { idle_since = 0; ursa_yield(); continue; }
+    t = now_ns();
+    if (idle_since == 0) idle_since = t;
+    uint64_t d = t - idle_since;
+    if (d < D.spin_ns || t < spin_until) continue;
+    if (d < D.yield_ns) { sched_yield(); continue; }
+    /* sleep: a thread that queues a message posts kick (seq_cst: pairs with its load of sleeping
+     * after its enqueue; either it sees sleeping, or we see its message in nout) */
+    __atomic_store_n(&D.sleeping, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&D.nout, __ATOMIC_SEQ_CST) == 0) {
+      uint64_t dl = now_ns() + (d < D.deep_after_ns ? D.sleep_ns : D.deep_sleep_ns);
+      struct timespec ts = {(time_t)(dl / 1000000000u), (long)(dl % 1000000000u)};
+      ursa_sem_timedwait(&D.kick, CLOCK_MONOTONIC, &ts);
+      __atomic_fetch_add(&D.st.idle_sleeps, 1, __ATOMIC_RELAXED);
+      spin_until = now_ns() + POST_SLEEP_SPIN_NS;
+    }
+    __atomic_store_n(&D.sleeping, 0, __ATOMIC_SEQ_CST);
+    while (ursa_sem_trywait(&D.kick) == 0) {}
+  }
+  /* every rank is done: a non-blocking barrier so that no rank finalizes while another still
+   * needs its sends, then MPI_Finalize if we initialized MPI */
+  MPI_Request b;
+  int done = 0;
+  MPICHK(MPI_Ibarrier(D.comm, &b));
+  while (!done) {
+    MPICHK(MPI_Test(&b, &done, MPI_STATUS_IGNORE));
+    if (!done) ursa_sleep_ns(20000);
+  }
+  MPI_Comm_free(&D.comm);
+  if (D.own_mpi) MPI_Finalize();
+  free(rbuf); rbuf = NULL;
+  free(sreq); free(smsg); sreq = NULL; smsg = NULL; nsend = capsend = 0;
+  return NULL;
+}
+
+static void kick(void) {
+  /* seq_cst: pairs with the progress thread's store of sleeping before its load of nout */
+  if (__atomic_load_n(&D.sleeping, __ATOMIC_SEQ_CST) && __atomic_exchange_n(&D.sleeping, 0, __ATOMIC_SEQ_CST))
+    ursa_sem_post(&D.kick);
+}
+
+/* A call that answered itself here but queued messages for other ranks (a barrier's release, an
+ * I-structure's readers, a mutex's next holder) lets the progress thread send them now: the
+ * caller may compute for long without blocking, and with one VP the progress thread would not run
+ * until it does. */
+static void flush_soon(void) {
+  if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) == 0) return;
+  kick();
+  ursa_yield();
+}
+
+/* ---- the public calls ------------------------------------------------------------------------------- */
+
+static const struct ursa__waitkind dist_kind = {"a remote operation (ursa_dist) on request", NULL, 0};
+
+int ursa_dist_init(int *argc, char ***argv) {
+  static int once;
+  int rc;
+  if (__atomic_load_n(&D.state, __ATOMIC_ACQUIRE) != 0) return -EALREADY;
+  if (ursa__self_thread() == NULL) return -EPERM;
+  if ((rc = env_us("URSA_DIST_SPIN_US", 20, &D.spin_ns)) || (rc = env_us("URSA_DIST_YIELD_US", 200, &D.yield_ns)) ||
+      (rc = env_us("URSA_DIST_SLEEP_US", 50, &D.sleep_ns)) || (rc = env_us("URSA_DIST_DEEP_AFTER_MS", 10, &D.deep_after_ns)) ||
+      (rc = env_us("URSA_DIST_DEEP_SLEEP_US", 500, &D.deep_sleep_ns)) || (rc = env_us("URSA_DIST_TIMEOUT_MS", 5000, &D.timeout_ns)))
+    return rc;
+  D.spin_ns *= 1000; D.yield_ns *= 1000; D.sleep_ns *= 1000; D.timeout_ns *= 1000000;
+  D.deep_after_ns *= 1000000; D.deep_sleep_ns *= 1000;
+  if (D.sleep_ns == 0) D.sleep_ns = 1000;
+  if (D.deep_sleep_ns == 0) D.deep_sleep_ns = 1000;
+  if (!once) { ursa__waitkind_register(URSA__W_DIST, &dist_kind); once = 1; }
+  D.smp = ursa_vp_count() > 1;
+  D.argc = argc; D.argv = argv;
+  D.next_seq = 1;
+  ursa_sem_init(&D.kick, 0);
+  ursa_sem_init(&D.ready, 0);
+  ursa_attr_t a;
+  ursa_attr_init(&a);
+  ursa_attr_setvp(&a, 0);
+  ursa_attr_setbound(&a, 1);
+  ursa_attr_setname(&a, "ursa-dist-progress");
+  ursa_attr_setstacksize(&a, 4u << 20);       /* MPI_Init and UCX run deep on it (a 64 KiB stack overflowed) */
+  rc = ursa_create(&D.prog, &a, progress, NULL);
+  ursa_attr_destroy(&a);
+  if (rc) return rc;
+  ursa_sem_wait(&D.ready);
+  if (D.init_rc) { ursa_join(D.prog, NULL); return D.init_rc; }
+  return 0;
+}
+
+static bool running(void) { return __atomic_load_n(&D.state, __ATOMIC_ACQUIRE) == 1; }
+
+int ursa_dist_rank(void) { return running() ? D.rank : -ENOTCONN; }
+int ursa_dist_size(void) { return running() ? D.size : -ENOTCONN; }
+
+int ursa_dist_finalize(void) {
+  if (!running()) return -ENOTCONN;
+  lock();
+  D.main_done = true;
+  unlock();
+  kick();
+  ursa_join(D.prog, NULL);
+  reap();
+  for (int i = 0; i < NBUCKETS; i++)
+    while (D.bucket[i]) { struct dthr *d = D.bucket[i]; D.bucket[i] = d->next; free(d->res); free(d); }
+  for (int i = 0; i < D.nobjs; i++) {
+    struct dwait *w;
+    while ((w = dequeue(&D.objs[i])) != NULL) free(w);
+    free(D.objs[i].val);
+  }
+  while (D.held) { struct held *h = D.held; D.held = h->next; free(h); }
+  free(D.objs); free(D.ofree); free(D.slots); free(D.sgen); free(D.sfree); free(D.load_est); free(D.fns);
+  free(D.heard); free(D.pinged);
+  ursa_sem_destroy(&D.kick);
+  ursa_sem_destroy(&D.ready);
+  int rank = D.rank, size = D.size;
+  memset(&D, 0, sizeof D);
+  D.rank = rank; D.size = size;
+  __atomic_store_n(&D.state, 2, __ATOMIC_RELEASE);
+  return 0;
+}
+
+int ursa_dist_register(const char *name, ursa_dist_fn fn) {
+  size_t n;
+  if (name == NULL || fn == NULL || (n = strlen(name)) == 0 || n > 63) return -EINVAL;
+  uint64_t h = name_hash(name);
+  int rc = 0;
+  lock();
+  for (int i = 0; i < D.nfns; i++)
+    if (D.fns[i].hash == h) {
+      rc = D.fns[i].fn == fn && strcmp(D.fns[i].name, name) == 0 ? 0 : -EEXIST;
+      unlock();
+      return rc;
+    }
+  if (D.nfns == D.capfns) {
+    int c = D.capfns ? 2 * D.capfns : 16;
+    struct fnent *f = realloc(D.fns, (size_t)c * sizeof *f);
+    if (f == NULL) { unlock(); return -ENOMEM; }
+    D.fns = f; D.capfns = c;
+  }
+  memcpy(D.fns[D.nfns].name, name, n + 1);
+  D.fns[D.nfns].hash = h;
+  D.fns[D.nfns].fn = fn;
+  D.nfns++;
+  unlock();
+  return 0;
+}
+
+/* One request from the calling thread: post it, wait for its answer. */
+static int rpc(int dst, int kind, unsigned flags, uint64_t obj, uint64_t a, const void *data, size_t len,
+               void *out, size_t cap, size_t *outlen, uint64_t *outa) {
+  struct dreq r = {.kind = kind, .dst = dst, .buf = out, .cap = cap};
+  struct ctx c = {0};
+  struct ursa__thread *self = ursa__self_thread();
+  int rc;
+  if (!running()) return -ENOTCONN;
+  if (self == NULL) return -EPERM;
+  r.t0 = D.timeout_ns ? now_ns() : 0;
+  lock();
+  if ((rc = slot_alloc(&r)) != 0) { unlock(); return rc; }
+  struct hdr h = {.kind = (uint8_t)kind, .flags = (uint8_t)flags, .src = D.rank, .req = r.id, .obj = obj, .a = a,
+                  .len = (uint32_t)len};
+  post(&c, dst == URSA_RANK_ANY ? 0 : dst, &h, data);
+  unlock();
+  ctx_run(&c);
+  kick();
+  lock();
+  if (!r.done) {
+    r.th = self;
+    if (D.smp) ursa__park(URSA__W_DIST, &r, &D.lock, 0);   /* releases the lock once parked */
+    else { unlock(); ursa__park(URSA__W_DIST, &r, NULL, 0); }
+  } else {
+    unlock();
+    flush_soon();
+  }
+  if (outlen) *outlen = r.len;
+  if (outa) *outa = r.a;
+  if (r.status == 0 && out && r.len > cap) return -EMSGSIZE;
+  return r.status;
+}
+
+static int check_rank(int r, bool any) {
+  if (!running()) return -ENOTCONN;
+  if ((any && r == URSA_RANK_ANY) || (r >= 0 && r < D.size)) return 0;
+  return -EINVAL;
+}
+
+int ursa_dist_create(ursa_dist_thread_t *t, int rank, const char *name, const void *arg, size_t len, unsigned flags) {
+  int rc;
+  uint64_t id = 0, h;
+  if ((rc = check_rank(rank, true)) != 0) return rc;
+  if (name == NULL || (flags & ~URSA_DIST_DETACHED) || len > URSA_DIST_ARG_MAX || (len && arg == NULL) ||
+      (t == NULL && !(flags & URSA_DIST_DETACHED)))
+    return -EINVAL;
+  h = name_hash(name);
+  bool known = false;
+  lock();
+  for (int i = 0; i < D.nfns; i++) known = known || D.fns[i].hash == h;
+  unlock();
+  if (!known) return -ENOENT;                          /* not registered here: no message */
+  rc = rpc(rank, rank == URSA_RANK_ANY ? K_SPAWN_ANY : K_SPAWN, flags, 0, h, arg, len, NULL, 0, NULL, &id);
+  if (rc == 0 && t) t->id = (flags & URSA_DIST_DETACHED) ? 0 : id;
+  return rc;
+}
+
+int ursa_dist_join(ursa_dist_thread_t t, void *res, size_t cap, size_t *len) {
+  if (!running()) return -ENOTCONN;
+  if (t.id == 0 || OWNER(t.id) >= D.size) return -ESRCH;
+  if (res == NULL) cap = 0;
+  size_t n = 0;
+  unsigned char dummy;
+  int rc = rpc(OWNER(t.id), K_JOIN, 0, t.id, 0, NULL, 0, res ? res : &dummy, cap, &n, NULL);
+  if (len) *len = n;
+  if (rc == -EMSGSIZE && res == NULL) rc = 0;          /* the result was not wanted */
+  return rc;
+}
+
+int ursa_dist_thread_rank(ursa_dist_thread_t t) {
+  if (!running()) return -ENOTCONN;
+  return t.id == 0 || OWNER(t.id) >= D.size ? -ESRCH : OWNER(t.id);
+}
+
+static int obj_create(int home, int type, unsigned count, uint64_t *id) {
+  int rc = check_rank(home, false);
+  if (rc) return rc;
+  if (id == NULL) return -EINVAL;
+  return rpc(home, K_CREATE, 0, count, (uint64_t)type, NULL, 0, NULL, 0, NULL, id);
+}
+static int obj_destroy(uint64_t id, int type) {
+  if (!running()) return -ENOTCONN;
+  if (id == 0 || OWNER(id) >= D.size) return -EINVAL;
+  return rpc(OWNER(id), K_DESTROY, (unsigned)type, id, 0, NULL, 0, NULL, 0, NULL, NULL);
+}
+static int obj_op(uint64_t id, int kind, const void *val, size_t len, void *out, size_t cap, size_t *outlen) {
+  if (!running()) return -ENOTCONN;
+  if (id == 0 || OWNER(id) >= D.size) return -EINVAL;
+  if (len > URSA_DIST_RES_MAX || (len && val == NULL)) return -EINVAL;
+  size_t n = 0;
+  unsigned char dummy;
+  int rc = rpc(OWNER(id), kind, 0, id, 0, val, len, out ? out : &dummy, out ? cap : 0, &n, NULL);
+  if (outlen) *outlen = n;
+  if (rc == -EMSGSIZE && out == NULL) rc = 0;
+  return rc;
+}
+
+int ursa_dist_mutex_create(int home, ursa_dist_mutex_t *m) { return obj_create(home, O_MUTEX, 0, m ? &m->id : NULL); }
+int ursa_dist_mutex_destroy(ursa_dist_mutex_t m) { return obj_destroy(m.id, O_MUTEX); }
+
+int ursa_dist_mutex_lock(ursa_dist_mutex_t m) {
+  if (!running()) return -ENOTCONN;
+  if (m.id == 0 || OWNER(m.id) >= D.size) return -EINVAL;
+  struct ursa__thread *self = ursa__self_thread();
+  if (self == NULL) return -EPERM;
+  uint64_t tok = (uint64_t)(uintptr_t)self;
+  struct held *h = malloc(sizeof *h);
+  if (h == NULL) return -ENOMEM;
+  lock();
+  for (struct held *x = D.held; x; x = x->next)
+    if (x->obj == m.id && x->tok == tok) { unlock(); free(h); return -EDEADLK; }
+  unlock();
+  int rc = rpc(OWNER(m.id), K_LOCK, 0, m.id, tok, NULL, 0, NULL, 0, NULL, NULL);
+  if (rc) { free(h); return rc; }
+  h->obj = m.id;
+  h->tok = tok;
+  lock();
+  h->next = D.held;
+  D.held = h;
+  unlock();
+  return 0;
+}
+
+int ursa_dist_mutex_unlock(ursa_dist_mutex_t m) {
+  if (!running()) return -ENOTCONN;
+  if (m.id == 0 || OWNER(m.id) >= D.size) return -EINVAL;
+  struct ursa__thread *self = ursa__self_thread();
+  if (self == NULL) return -EPERM;
+  uint64_t tok = (uint64_t)(uintptr_t)self;
+  struct ctx c = {0};
+  lock();
+  struct held **pp = &D.held;
+  while (*pp && !((*pp)->obj == m.id && (*pp)->tok == tok)) pp = &(*pp)->next;
+  if (*pp == NULL) { unlock(); return -EPERM; }
+  struct held *h = *pp;
+  *pp = h->next;
+  struct hdr u = {.kind = K_UNLOCK, .src = D.rank, .obj = m.id, .a = tok};
+  post(&c, OWNER(m.id), &u, NULL);
+  unlock();
+  free(h);
+  ctx_run(&c);
+  flush_soon();
+  return 0;
+}
+
+int ursa_dist_ivar_create(int home, ursa_dist_ivar_t *v) { return obj_create(home, O_IVAR, 0, v ? &v->id : NULL); }
+int ursa_dist_ivar_destroy(ursa_dist_ivar_t v) { return obj_destroy(v.id, O_IVAR); }
+int ursa_dist_ivar_write(ursa_dist_ivar_t v, const void *val, size_t len) {
+  return obj_op(v.id, K_IS_WRITE, val, len, NULL, 0, NULL);
+}
+int ursa_dist_ivar_read(ursa_dist_ivar_t v, void *val, size_t cap, size_t *len) {
+  return obj_op(v.id, K_IS_READ, NULL, 0, val, cap, len);
+}
+int ursa_dist_mvar_create(int home, ursa_dist_mvar_t *v) { return obj_create(home, O_MVAR, 0, v ? &v->id : NULL); }
+int ursa_dist_mvar_destroy(ursa_dist_mvar_t v) { return obj_destroy(v.id, O_MVAR); }
+int ursa_dist_mvar_put(ursa_dist_mvar_t v, const void *val, size_t len) {
+  return obj_op(v.id, K_MS_PUT, val, len, NULL, 0, NULL);
+}
+int ursa_dist_mvar_take(ursa_dist_mvar_t v, void *val, size_t cap, size_t *len) {
+  return obj_op(v.id, K_MS_TAKE, NULL, 0, val, cap, len);
+}
+int ursa_dist_barrier_create(int home, unsigned count, ursa_dist_barrier_t *b) {
+  if (count == 0) return running() ? -EINVAL : -ENOTCONN;
+  return obj_create(home, O_BARRIER, count, b ? &b->id : NULL);
+}
+int ursa_dist_barrier_destroy(ursa_dist_barrier_t b) { return obj_destroy(b.id, O_BARRIER); }
+int ursa_dist_barrier_wait(ursa_dist_barrier_t b) { return obj_op(b.id, K_BAR_WAIT, NULL, 0, NULL, 0, NULL); }
+int ursa_dist_barrier_all(void) {
+  ursa_dist_barrier_t b = {(uint64_t)1 << 32};          /* object 0 of rank 0, generation 1 */
+  return ursa_dist_barrier_wait(b);
+}
+
+int ursa_dist_stats(ursa_dist_stats_t *out) {
+  if (out == NULL) return -EINVAL;
+  if (!running()) return -ENOTCONN;
+  lock();
+  out->polls = __atomic_load_n(&D.st.polls, __ATOMIC_RELAXED);          /* the progress thread's */
+  out->idle_sleeps = __atomic_load_n(&D.st.idle_sleeps, __ATOMIC_RELAXED);
+  out->spawned = D.st.spawned;
+  out->sent = D.sent;
+  out->received = D.recvd;
+  unlock();
+  return 0;
+}
