@@ -73,9 +73,21 @@ bool ursa__vp_has_ready(struct ursa__vp *vp) {
   return !ursa__runq_empty(vp);
 }
 
-/* The whole switch when URSA_TRACE records (URSA__SWITCH_RETURN): the event, then the switch. */
+/* Schedule exploration's hook (sched.h), filled by src/explore/ at ursa_init. */
+struct ursa__explore_hooks ursa__explore_hooks;
+
+/* The whole switch when URSA_TRACE records or exploration chooses (URSA__SWITCH_RETURN, and
+ * ursa__thread_finish): exploration's choice, the event, then the switch.  The explorer may keep
+ * `from` running when it is READY (a yield or a preemption point): then nothing switches. */
 int ursa__switch_traced(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
-  ursa__trace_switch(vp, from, to);
+  if (URSA__EXPLORING()) {
+    to = ursa__explore_hooks.pick(vp, from, to);
+    if (to == from) {
+      ursa__set_state(from, URSA__RUNNING);
+      return from->w.wake_result;
+    }
+  }
+  if (URSA__RECORDING()) ursa__trace_switch(vp, from, to);
   URSA__SWITCH_RETURN_RAW(vp, from, to);
 }
 
@@ -247,6 +259,10 @@ static struct ursa__thread *next_ready(struct ursa__vp *vp) {
       continue;
     }
     if (vp->ntimers == 0) return NULL;
+    if (ursa_unlikely(ursa__vclock.on)) {                    /* exploration: virtual time jumps */
+      if (vp->timers[1]->deadline > ursa__vclock.now) ursa__vclock.now = vp->timers[1]->deadline;
+      continue;
+    }
     {
       uint64_t d = vp->timers[1]->deadline;
       struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };

@@ -71,7 +71,11 @@ static URSA__ALWAYS_INLINE int sem_wait_(struct ursa__vp *vp, struct ursa__sem *
 /* The checked copies are separate functions, so the fast path needs no stack frame. */
 static URSA_NOINLINE int sem_wait_slow(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline) {
   if (vp->mode == URSA__SMPMODE) return sem_wait_(vp, x, deadline, URSA__SMPMODE);
-  return sem_wait_(vp, x, deadline, URSA__CHECKED);
+  if (sem_take_or_queue(vp, x, NULL, deadline, false) == 0) {
+    ursa__preempt_point(vp);                 /* a unit taken without waiting: a point (exploration) */
+    return 0;
+  }
+  return ursa__block_m(URSA__CHECKED, vp, URSA__W_SEM, x, &x->lock, deadline);
 }
 
 static int sem_wait(ursa_sem_t *s, uint64_t deadline) {
