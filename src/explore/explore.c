@@ -37,7 +37,8 @@
  *   nonzero status (ursa's deadlock report exits with 3; the step limit with 4; a test that
  *   reports a wrong result) prints the strategy, seed, step count, the tail of the schedule and
  *   the replay command, and writes the trace file (URSA_EXPLORE_TRACE, else
- *   $TMPDIR/ursa-explore-<pid>.trace).
+ *   $TMPDIR/ursa-explore-<pid>.trace).  With URSA_EXPLORE_TRACE set the file is written at every
+ *   exit, a passing one too (and by ursa_fini).
  *
  * Everything here runs on VP 0's kernel thread (the only one), from the scheduler's hooks, from
  * ursa_init/ursa_fini, from the exit handler and from the fatal signals' handler.
@@ -85,6 +86,7 @@ static struct {
   int       report_fd;
   int       handlers;                     /* the exit and signal handlers are installed        */
   int       reported;
+  int       trace_always;                 /* URSA_EXPLORE_TRACE is set: write it at every exit */
 } X = { .report_fd = -1 };
 
 static void (*prior_sig[32])(int);
@@ -297,7 +299,10 @@ static void at_exit(int status, void *arg) {
   URSA_UNUSED(arg);
   if (!X.on) return;
   report_steps();
-  if (status == 0) return;
+  if (status == 0) {
+    if (X.trace_always) write_trace_file();           /* URSA_EXPLORE_TRACE asked for it */
+    return;
+  }
   if (status == 3) snprintf(what, sizeof what, "deadlock: exit status 3");
   else if (status == 4) snprintf(what, sizeof what, "step limit: exit status 4");
   else snprintf(what, sizeof what, "exit status %d", status);
@@ -486,6 +491,7 @@ int ursa__explore_start(struct ursa__vp *vp0) {
   }
   {
     const char *tp = getenv("URSA_EXPLORE_TRACE"), *tmp = getenv("TMPDIR");
+    X.trace_always = tp && *tp;
     if (tp && *tp) snprintf(X.trace_path, sizeof X.trace_path, "%s", tp);
     else snprintf(X.trace_path, sizeof X.trace_path, "%s/ursa-explore-%d.trace", tmp && *tmp ? tmp : "/tmp", (int)getpid());
   }
@@ -504,6 +510,7 @@ int ursa__explore_start(struct ursa__vp *vp0) {
 void ursa__explore_stop(struct ursa__vp *vp0) {
   if (!X.on) { ursa__g.explore = 0; return; }
   report_steps();
+  if (X.trace_always) write_trace_file();
   __atomic_and_fetch(&ursa__trace_flag.on, ~URSA__TRACE_EXPLORE, __ATOMIC_RELAXED);
   __atomic_store_n(&vp0->pre_pending, 0, __ATOMIC_RELAXED);
   ursa__model_hooks.deferred = ursa__preempt_deferred;
