@@ -153,7 +153,8 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__g.wq_cap = c.wq_cap;
   ursa__g.pin = c.pin;
   ursa__g.region_balance = c.region_balance != 0;
-  ursa__g.deadlock_wait = ursa__env_word("URSA_DEADLOCK", deadlock_words, 2, 0) == 1;
+  /* (exploration always reports a deadlock: the schedule that led to it is the finding) */
+  ursa__g.deadlock_wait = !ursa__g.explore && ursa__env_word("URSA_DEADLOCK", deadlock_words, 2, 0) == 1;
   ursa__g.model = c.model;                            /* 0: ursa__model_start decides */
   if (c.rotate_us == 0) c.rotate_us = (unsigned)ursa__env_number("URSA_ROTATE_US", 100, 10000000, 0);
   if ((err = ursa__rot_config(c.rotate_us, cfg && cfg->rotate_us)) != 0) return err;

@@ -378,6 +378,13 @@ bool ursa__unpark_queued(struct ursa__waitq *q, struct ursa__thread *t, int res)
   return true;
 }
 
+bool ursa__exploring(void) { return ursa__g.explore != 0; }
+
+void ursa__sched_point(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  if (vp != NULL) ursa__preempt_point(vp);           /* exploration keeps pre_pending set */
+}
+
 struct ursa__thread *ursa__self_thread(void) {
   struct ursa__vp *vp = ursa__tls_vp;
   return vp ? vp->cur : NULL;
