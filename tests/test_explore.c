@@ -115,7 +115,7 @@ TEST_IMPL(explore_finds_each_planted_bug) {
   int s;
   trace_here();
   for (i = 0; i < sizeof explore_cases / sizeof explore_cases[0]; i++) {
-    if (!explore_cases[i].buggy) continue;
+    if (explore_cases[i].buggy != 1) continue;
     for (s = 0; s < 2; s++) {
       ursa_explore_opts_t o;
       memset(&o, 0, sizeof o);
@@ -172,7 +172,7 @@ TEST_IMPL(explore_correct_programs_pass) {
   size_t i;
   int s;
   for (i = 0; i < sizeof explore_cases / sizeof explore_cases[0]; i++) {
-    if (explore_cases[i].buggy) continue;
+    if (explore_cases[i].buggy != 0) continue;
     for (s = 0; s < 2; s++) {
       ursa_explore_opts_t o;
       memset(&o, 0, sizeof o);

@@ -176,7 +176,7 @@ int ursa_init(const ursa_config_t *cfg) {
     if (c.offload_threads == 0) c.offload_threads = (unsigned)ursa__env_number("URSA_OFFLOAD_THREADS", 1, 1024, 0);
     if (c.offload_threads == 0) c.offload_threads = 4;
     if (c.io < 0 || c.io > URSA_IO_URING || c.offload_threads > 1024) err = -EINVAL;
-    else err = ursa__io_init(c.io, c.offload_threads);
+    else if (!ursa__g.explore) err = ursa__io_init(c.io, c.offload_threads);   /* exploration refuses I/O */
   }
   if (err == 0) err = ursa__explore_start(vp);       /* exploration: the hooks, before the mode */
   /* VP 0's hottest paths take their checked copies (which also end in preemption points) */
