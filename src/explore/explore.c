@@ -86,7 +86,8 @@ static struct {
   int       report_fd;
   int       handlers;                     /* the exit and signal handlers are installed        */
   int       reported;
-  int       trace_always;                 /* URSA_EXPLORE_TRACE is set: write it at every exit */
+  int       trace_always;
+  int       log_lost;                     /* the log could not grow: it ends early            */                 /* URSA_EXPLORE_TRACE is set: write it at every exit */
 } X = { .report_fd = -1 };
 
 static void (*prior_sig[32])(int);
@@ -280,7 +281,8 @@ static void report(const char *what) {
            what, X.strategy, (unsigned long long)X.seed, (unsigned long long)X.steps, X.nlog);
   put(buf);
   put_schedule();
-  write_trace_file();
+  if (X.log_lost) put("ursa: explore: (out of memory: the log ends early and no trace file is written; the seed replays the run)\n");
+  else write_trace_file();
   snprintf(buf, sizeof buf, "ursa: explore: replay: URSA_EXPLORE=%s URSA_REPLAY=%llu <the same command>, or "
            "URSA_REPLAY=%s\n", X.strategy, (unsigned long long)X.seed, X.trace_path);
   put(buf);
@@ -300,7 +302,7 @@ static void at_exit(int status, void *arg) {
   if (!X.on) return;
   report_steps();
   if (status == 0) {
-    if (X.trace_always) write_trace_file();           /* URSA_EXPLORE_TRACE asked for it */
+    if (X.trace_always && !X.log_lost) write_trace_file();   /* URSA_EXPLORE_TRACE asked for it */
     return;
   }
   if (status == 3) snprintf(what, sizeof what, "deadlock: exit status 3");
@@ -401,14 +403,13 @@ static size_t decide(size_t n, long skip) {
     }
     best = i;
   }
-  if (X.nlog == X.log_cap) {
+  if (X.nlog == X.log_cap && !X.log_lost) {
     size_t cap = X.log_cap ? X.log_cap * 2 : 4096;
     uint32_t *l = realloc(X.log, cap * sizeof *l);
-    if (l == NULL) URSA_PANIC("explore: out of memory");
-    X.log = l;
-    X.log_cap = cap;
+    if (l == NULL) X.log_lost = 1;                    /* the seed still replays the run */
+    else { X.log = l; X.log_cap = cap; }
   }
-  X.log[X.nlog++] = (uint32_t)X.cand[best]->id;
+  if (!X.log_lost) X.log[X.nlog++] = (uint32_t)X.cand[best]->id;
   return best;
 }
 
@@ -472,6 +473,7 @@ int ursa__explore_start(struct ursa__vp *vp0) {
   X.nlog = 0;
   X.forced = NULL;
   X.reported = 0;
+  X.log_lost = 0;
   if (X.prio) memset(X.prio, 0, X.prio_cap * sizeof *X.prio);
   X.nchange = X.changed = 0;
   if (X.kind == S_PCT) {                              /* D-1 distinct change points in [1, K] */
@@ -510,7 +512,7 @@ int ursa__explore_start(struct ursa__vp *vp0) {
 void ursa__explore_stop(struct ursa__vp *vp0) {
   if (!X.on) { ursa__g.explore = 0; return; }
   report_steps();
-  if (X.trace_always) write_trace_file();
+  if (X.trace_always && !X.log_lost) write_trace_file();
   __atomic_and_fetch(&ursa__trace_flag.on, ~URSA__TRACE_EXPLORE, __ATOMIC_RELAXED);
   __atomic_store_n(&vp0->pre_pending, 0, __ATOMIC_RELAXED);
   ursa__model_hooks.deferred = ursa__preempt_deferred;

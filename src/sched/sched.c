@@ -456,6 +456,12 @@ static inline int yield_1(struct ursa__vp *vp) {
 /* Out of line, so that the common yield keeps nothing live across a call and needs no frame. */
 static URSA_NOINLINE int yield_timers(struct ursa__vp *vp) {
   ursa__timers_fire(vp, ursa__now());
+  if (ursa_unlikely(ursa__vclock.on) && ursa__runq_empty(vp) && vp->ntimers != 0) {
+    /* exploration: a yield with nothing else ready waits for the next timer (a loop that yields
+     * until a sleeping thread acts would otherwise never see virtual time pass) */
+    if (vp->timers[1]->deadline > ursa__vclock.now) ursa__vclock.now = vp->timers[1]->deadline;
+    ursa__timers_fire(vp, ursa__vclock.now);
+  }
   return yield_1(vp);
 }
 
