@@ -77,8 +77,10 @@ TEST_IMPL(explore_same_seed_same_schedule) {
   const char *strategies[] = { "pct:3:100", "random" };
   int s, differs = 0;
   uint64_t seed;
+  const int nstrat = TEST_UNDER_VALGRIND ? 1 : 2;       /* (Valgrind: a child costs ~0.3 s) */
   tmp_path(a, sizeof a, "a"); tmp_path(b, sizeof b, "b"); tmp_path(c, sizeof c, "c");
-  for (s = 0; s < 2; s++) {
+  if (nstrat == 1) printf("under Valgrind: pct only (each run of a child is slow there)\n");
+  for (s = 0; s < nstrat; s++) {
     int st = child("prodcons", strategies[s], 5, a, NULL);
     ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     st = child("prodcons", strategies[s], 5, b, NULL);
@@ -111,12 +113,14 @@ static void trace_gone(void) {
 
 TEST_IMPL(explore_finds_each_planted_bug) {
   const char *strategies[] = { "pct:3", "random" };
+  const int nstrat = TEST_UNDER_VALGRIND ? 1 : 2;
   size_t i;
   int s;
   trace_here();
+  if (nstrat == 1) printf("under Valgrind: pct only (each schedule's child is slow there)\n");
   for (i = 0; i < sizeof explore_cases / sizeof explore_cases[0]; i++) {
     if (explore_cases[i].buggy != 1) continue;
-    for (s = 0; s < 2; s++) {
+    for (s = 0; s < nstrat; s++) {
       ursa_explore_opts_t o;
       memset(&o, 0, sizeof o);
       o.strategy = strategies[s];
@@ -145,7 +149,7 @@ TEST_IMPL(explore_replay_reproduces_failure) {
   ASSERT_EQ(ursa_explore(case_lost_wakeup, NULL, &o), 1);
   st = child("lost-wakeup", o.replay, o.failed_seed, first, NULL);
   ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-  for (i = 0; i < 10; i++) {                             /* by seed */
+  for (i = 0; i < (TEST_UNDER_VALGRIND ? 2 : 10); i++) { /* by seed */
     st = child("lost-wakeup", o.replay, o.failed_seed, again, NULL);
     ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
     if (strcmp(slurp(first), slurp(again)) != 0) FAIL("replay %d differs:\n%s\n%s", i, slurp(first), slurp(again));
@@ -168,12 +172,14 @@ TEST_IMPL(explore_replay_reproduces_failure) {
 
 TEST_IMPL(explore_correct_programs_pass) {
   const char *strategies[] = { "pct:3", "random" };
-  unsigned n = TEST_UNDER_VALGRIND ? 20 : TEST_SANITIZED ? 100 : 400;
+  unsigned n = TEST_UNDER_VALGRIND ? 10 : TEST_SANITIZED ? 100 : 400;
+  const int nstrat = TEST_UNDER_VALGRIND ? 1 : 2;
   size_t i;
   int s;
+  if (nstrat == 1) printf("under Valgrind: 10 schedules of pct only (each schedule's child is slow there)\n");
   for (i = 0; i < sizeof explore_cases / sizeof explore_cases[0]; i++) {
     if (explore_cases[i].buggy != 0) continue;
-    for (s = 0; s < 2; s++) {
+    for (s = 0; s < nstrat; s++) {
       ursa_explore_opts_t o;
       memset(&o, 0, sizeof o);
       o.strategy = strategies[s];
