@@ -172,7 +172,7 @@ TEST_IMPL(explore_replay_reproduces_failure) {
 
 TEST_IMPL(explore_correct_programs_pass) {
   const char *strategies[] = { "pct:3", "random" };
-  unsigned n = TEST_UNDER_VALGRIND ? 10 : TEST_SANITIZED ? 100 : 400;
+  unsigned n = TEST_UNDER_VALGRIND ? 10 : TEST_SANITIZED ? 30 : 400;   /* (a fork under a sanitizer costs its shadow) */
   const int nstrat = TEST_UNDER_VALGRIND ? 1 : 2;
   size_t i;
   int s;
