@@ -70,7 +70,7 @@ done 2>/dev/null                          # (not the shell's "Aborted" line for 
 
 echo "== 3. correct programs, 10,000 schedules each: ursa-explore (fork and exec per schedule), then"
 echo "   ursa_explore() in the program (fork per schedule); steps/s include each schedule's process"
-for p in philosophers prodcons; do
+for p in philosophers prodcons readers-writers; do
   for s in pct:3 random; do
     printf "%-12s %-7s " "$p" "$s"
     "$ux" -n 10000 -s "$s" -- "$prog" "$p" 2>&1 | tail -1

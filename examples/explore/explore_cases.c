@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
 /*
  * explore_cases.c - the programs of docs/GUIDE.md, "Finding concurrency bugs", one per argument:
- *   explore_cases lost-wakeup|atomicity|order|lock-order|philosophers|prodcons|steps
+ *   explore_cases lost-wakeup|atomicity|order|lock-order|philosophers|prodcons|readers-writers|steps
  *   explore_cases --explore CASE STRATEGY N    (the same under ursa_explore(), with its figures)
  * Run them under ursa-explore, e.g. ursa-explore -n 1000 -s pct:3 -- ./explore_cases atomicity,
  * or alone (URSA_EXPLORE=pct:3 URSA_SEED=7 ./explore_cases atomicity runs one schedule).
