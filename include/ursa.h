@@ -535,7 +535,7 @@ typedef struct ursa_explore_opts {
 
 /* Runs fn(arg) under opts->schedules schedules, each in a forked child process that calls
  * ursa_init with exploration on (and no other setting: the rest comes from the environment), runs
- * fn on its main thread and exits.  A schedule fails when fn returns nonzero, a signal ends the
+ * fn on its main thread and leaves with _exit (stdio flushed; no atexit handler runs).  A schedule fails when fn returns nonzero, a signal ends the
  * child (an assertion, a crash), ursa reports a deadlock, or it passes the step limit
  * (URSA_EXPLORE_MAX_STEPS, default 10,000,000).  Stops at the first failure: returns 1 with its
  * seed in opts->failed_seed and its strategy in opts->replay (the child has printed its schedule

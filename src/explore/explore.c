@@ -311,6 +311,12 @@ static void at_exit(int status, void *arg) {
   report(what);
 }
 
+void ursa__explore_exit(int status) {
+  fflush(NULL);
+  at_exit(status, NULL);
+  _exit(status);
+}
+
 static const int fatal[6] = { SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP };
 
 static void on_fatal(int sig) {

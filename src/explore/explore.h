@@ -23,6 +23,10 @@ URSA_HIDDEN void ursa__explore_stop(struct ursa__vp *vp0);
 /* The driver (src/runtime/explore_run.c): the file descriptor a child writes its step count to
  * when it exits ("steps N\n"), -1 for none (also URSA_EXPLORE_REPORT_FD). */
 URSA_HIDDEN void ursa__explore_report_to(int fd);
+/* The driver's child, done: what the exit handler does (the report of a failure, the step count),
+ * then _exit(status): the handlers the parent registered (atexit) are not the child's to run, and
+ * a sanitizer's exit work (TSan sleeps a second) is not paid per schedule. */
+URSA_HIDDEN void ursa__explore_exit(int status) __attribute__((noreturn));
 /* Parses a strategy ("random", "pct", "pct:D", "pct:D:K"): 0, or -EINVAL. */
 URSA_HIDDEN int  ursa__explore_parse(const char *s, int *kind, unsigned *depth, uint64_t *steps);
 

@@ -4,7 +4,8 @@
  *
  * Each child calls ursa_init with exploration on (strategy, seed + i, the VPs asked for), runs
  * fn(arg) on its main thread and exits with 1 when fn returned nonzero, else 0 (without ursa_fini:
- * threads left running do not make a schedule fail).  Before it exits the child writes its step
+ * threads left running do not make a schedule fail; with _exit, after the exploration's report: the
+ * parent's atexit handlers are not the child's).  Before it exits the child writes its step
  * count to a pipe; pct's estimate K of the next schedules is the largest count seen so far (the
  * first schedule uses the strategy's own, or 200), and K is part of the strategy each child gets,
  * so a failing seed with the printed strategy replays the run.  Called from a plain kernel thread
@@ -74,8 +75,7 @@ int ursa_explore(int (*fn)(void *arg), void *arg, ursa_explore_opts_t *o) {
         _exit(2);
       }
       r = fn(arg);
-      fflush(NULL);
-      exit(r != 0);                                  /* the exit handler reports a failure */
+      ursa__explore_exit(r != 0);                    /* reports a failure; _exit */
     }
     close(p[1]);
     steps = read_steps(p[0]);
