@@ -11,7 +11,7 @@
  *   goes through ursa__switch_traced, which asks pick() here which thread runs; and VP 0's
  *   pre_pending stays 1, so every call that ends in a preemption point (post, unlock, a lock or a
  *   unit taken without waiting, signal, broadcast, create, put, ursa_tick, ursa_preempt_enable)
- *   calls point() here, which may switch the caller out (ursa__preempt_switch).
+ *   calls point() here, which may switch the caller out (ursa__yield_involuntary).
  *
  *   A scheduling point is a step.  At a step with two or more candidates the strategy decides:
  *     random  uniform among the candidates;
@@ -466,7 +466,10 @@ static void point(struct ursa__vp *vp) {
   c = decide(n, -1);
   if (c == 0) return;
   X.forced = X.cand[c];
-  (void)ursa__preempt_switch(vp);
+  /* the model's involuntary yield without its pinning and spreading (one VP runs everything) */
+  if (URSA__RECORDING()) ursa__trace_preempt(vp, cur);
+  vp->stats.preemptions++;
+  (void)ursa__yield_involuntary(vp);
 }
 
 /* ---- start and stop --------------------------------------------------------------------------- */
