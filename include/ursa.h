@@ -100,6 +100,13 @@ typedef struct ursa_config {
                              URSA_IO_URING (URSA_IO=uring); 0: the default (see "I/O" below) */
   unsigned offload_threads; /* URSA_OFFLOAD_THREADS: kernel threads of ursa_offload's pool,
                              1 .. 1024 (4)                                                    */
+  const char *explore;    /* URSA_EXPLORE: schedule exploration (docs/GUIDE.md, "Finding
+                             concurrency bugs"): "random" or "pct[:depth[:steps]]"; NULL: off.
+                             One kernel thread runs every ursa thread (ursa_vp_count() still
+                             says vps) and the strategy picks the thread that runs at every
+                             scheduling point; time is virtual.  Given here, seed is used as is;
+                             from the environment, URSA_SEED (or URSA_REPLAY) gives it.       */
+  uint64_t seed;          /* exploration's seed (with explore above)                          */
 } ursa_config_t;
 
 /* ursa_config_t.rotate_us: no balancing tick. */
@@ -513,6 +520,35 @@ URSA_API int ursa_mvar_put(ursa_mvar_t *v, void *value);            /* may switc
 URSA_API int ursa_mvar_take(ursa_mvar_t *v, void **value);          /* may switch          */
 URSA_API int ursa_mvar_tryput(ursa_mvar_t *v, void *value);         /* -EAGAIN when full   */
 URSA_API int ursa_mvar_trytake(ursa_mvar_t *v, void **value);       /* -EAGAIN when empty  */
+
+/* ---------------------------------------------------------------------------------------------
+ * Schedule exploration (docs/GUIDE.md, "Finding concurrency bugs")
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct ursa_explore_opts {
+  const char *strategy;     /* "random" or "pct[:depth[:steps]]"; NULL: "pct:3"             */
+  uint64_t    seed;         /* schedule i runs with seed + i (default 0)                     */
+  unsigned    schedules;    /* schedules to run at most; 0: 1000                            */
+  unsigned    vps;          /* VPs the program sees (ursa_vp_count); 0: 1                    */
+  int         verbose;      /* 1: a line per schedule on stderr                              */
+  /* results */
+  unsigned    ran;          /* schedules run                                                 */
+  uint64_t    failed_seed;  /* the failing schedule's seed (when ursa_explore returns 1)     */
+  uint64_t    steps;        /* scheduling points passed, over every schedule run              */
+  char        replay[96];   /* the failing schedule's strategy, as URSA_EXPLORE takes it     */
+} ursa_explore_opts_t;
+
+/* Runs fn(arg) under opts->schedules schedules, each in a forked child process that calls
+ * ursa_init with exploration on (and no other setting: the rest comes from the environment), runs
+ * fn on its main thread and leaves with _exit (stdio flushed; no atexit handler runs).  A schedule fails when fn returns nonzero, a signal ends the
+ * child (an assertion, a crash), ursa reports a deadlock, or it passes the step limit
+ * (URSA_EXPLORE_MAX_STEPS, default 10,000,000).  Stops at the first failure: returns 1 with its
+ * seed in opts->failed_seed and its strategy in opts->replay (the child has printed its schedule
+ * and written its trace; URSA_EXPLORE=<replay> URSA_REPLAY=<seed> reruns it step for step), 0
+ * when every schedule passed.  -EINVAL for a bad strategy or a NULL fn or opts; -EBUSY when
+ * called with the runtime initialized (call it before ursa_init, from a plain kernel thread);
+ * -errno when fork or pipe fails. */
+URSA_API int ursa_explore(int (*fn)(void *arg), void *arg, ursa_explore_opts_t *opts);
 
 #ifdef __cplusplus
 }

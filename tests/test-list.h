@@ -27,3 +27,4 @@ TEST(thread_dump_signal_bad_value)
 #include "list-fuzz.h"
 #include "list-contract.h"
 #include "list-io.h"
+#include "list-explore.h"

@@ -156,9 +156,23 @@ static inline int ursa__obj_check(uint32_t *m, uint32_t magic, bool zeroable) {
 #define URSA__ROTATE_SIGNAL  (SIGRTMIN + 5)      /* the rotator's interval timer (src/model/)   */
 
 /* ---- clock and environment (global.c) ---------------------------------------------------------- */
-/* CLOCK_MONOTONIC in nanoseconds: every clock reading of ursa (timers, the trace, the reports). */
+/* The virtual clock of schedule exploration (src/explore/): while `on`, ursa__now() reads `now`,
+ * which the explorer advances by a fixed amount at each scheduling decision and moves to the
+ * earliest timer when no thread is ready (sched.c, next_ready), so that sleeps and timeouts cost
+ * no real time and happen at the same point of every replay.  Written only by VP 0's kernel thread
+ * (exploration runs one VP); off in every other run, where the test costs a load and a branch on
+ * paths that then call clock_gettime anyway. */
+struct ursa__vclock {
+  int      on;
+  uint64_t now;
+};
+URSA_HIDDEN extern struct ursa__vclock ursa__vclock;
+
+/* CLOCK_MONOTONIC in nanoseconds: every clock reading of ursa (timers, the trace, the reports);
+ * the virtual clock under exploration. */
 static inline uint64_t ursa__now(void) {
   struct timespec ts;
+  if (ursa_unlikely(ursa__vclock.on)) return ursa__vclock.now;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

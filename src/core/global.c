@@ -79,6 +79,8 @@ int ursa__deadline(int clock, const struct timespec *abstime, uint64_t *out) {
   return 0;
 }
 
+struct ursa__vclock ursa__vclock;                     /* base.h: exploration's clock */
+
 int ursa__novp(void) { return __atomic_load_n(&ursa__g.forked, __ATOMIC_RELAXED) ? -ECHILD : -EPERM; }
 
 /* ---- panic and failure injection ------------------------------------------------------------------ */

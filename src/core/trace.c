@@ -160,6 +160,7 @@ static inline void name_once(struct tvp *b, uint64_t ts, const struct ursa__thre
 /* The recorders keep errno as they found it: the switch saves the running thread's errno after
  * them, and a wake-up happens in the middle of the waker's code. */
 void ursa__trace_switch(struct ursa__vp *vp, const struct ursa__thread *from, const struct ursa__thread *to) {
+  if (!URSA__RECORDING()) return;                     /* only exploration observes */
   struct tvp *b = &T.vps[vp->index];
   int e = errno;
   uint64_t ts = ursa__now();
@@ -170,6 +171,7 @@ void ursa__trace_switch(struct ursa__vp *vp, const struct ursa__thread *from, co
 
 
 void ursa__trace_wake(struct ursa__vp *self, const struct ursa__thread *t, unsigned to_vp, int res) {
+  if (!URSA__RECORDING()) return;                     /* only exploration observes */
   struct tvp *b = &T.vps[self->index];
   int e = errno;
   uint64_t ts = ursa__now();
@@ -179,12 +181,14 @@ void ursa__trace_wake(struct ursa__vp *self, const struct ursa__thread *t, unsig
 }
 
 void ursa__trace_idle(struct ursa__vp *vp, int begin) {
+  if (!URSA__RECORDING()) return;                     /* only exploration observes */
   int e = errno;
   record(&T.vps[vp->index], begin ? EV_IDLE_BEGIN : EV_IDLE_END, ursa__now(), 0, 0, 0);
   errno = e;
 }
 
 void ursa__trace_preempt(struct ursa__vp *vp, const struct ursa__thread *t) {
+  if (!URSA__RECORDING()) return;                     /* only exploration observes */
   struct tvp *b = &T.vps[vp->index];
   int e = errno;
   uint64_t ts = ursa__now();
@@ -216,7 +220,7 @@ static void write_trace(uint64_t t_end);
 static void trace_atexit(void) {
   if (T.vps == NULL || T.written || T.forked) return;
   /* Other VPs may still run: stop the hooks, then read each buffer as it is (file comment). */
-  __atomic_store_n(&ursa__trace_flag.on, 0, __ATOMIC_RELAXED);
+  __atomic_and_fetch(&ursa__trace_flag.on, ~URSA__TRACE_RECORD, __ATOMIC_RELAXED);
   write_trace(ursa__now());
   T.written = 1;                                      /* buffers left allocated (and reachable):
                                                          a VP may still be writing */
@@ -229,7 +233,7 @@ static uint64_t env_events(void) {
 void ursa__trace_init(void) {
   const char *p = getenv("URSA_TRACE");
   struct ursa__thread *m = ursa__g.vp0.main_thread;
-  __atomic_store_n(&ursa__trace_flag.on, 0, __ATOMIC_RELAXED);
+  __atomic_and_fetch(&ursa__trace_flag.on, ~URSA__TRACE_RECORD, __ATOMIC_RELAXED);
   if (p == NULL || *p == '\0') return;
 #ifdef URSA_NO_TRACE
   fprintf(stderr, "ursa: URSA_TRACE=%s: the trace is not compiled in (-DURSA_WITH_TRACE=OFF); tracing off\n", p);
@@ -259,12 +263,12 @@ void ursa__trace_init(void) {
     atexit(trace_atexit);
     atexit_done = 1;
   }
-  __atomic_store_n(&ursa__trace_flag.on, 1, __ATOMIC_RELAXED);   /* VPs 1..N-1 start later */
+  __atomic_or_fetch(&ursa__trace_flag.on, URSA__TRACE_RECORD, __ATOMIC_RELAXED);   /* VPs 1..N-1 start later */
 }
 
 void ursa__trace_discard(void) {
   if (T.vps == NULL) return;
-  __atomic_store_n(&ursa__trace_flag.on, 0, __ATOMIC_RELAXED);
+  __atomic_and_fetch(&ursa__trace_flag.on, ~URSA__TRACE_RECORD, __ATOMIC_RELAXED);
   fclose(T.f);
   remove(T.path);
   free_buffers();
@@ -272,7 +276,7 @@ void ursa__trace_discard(void) {
 
 void ursa__trace_fini(void) {
   if (T.vps == NULL) return;
-  __atomic_store_n(&ursa__trace_flag.on, 0, __ATOMIC_RELAXED);
+  __atomic_and_fetch(&ursa__trace_flag.on, ~URSA__TRACE_RECORD, __ATOMIC_RELAXED);
   if (T.forked) fclose(T.f);                          /* (nothing was written to it yet) */
   else write_trace(ursa__now());
   free_buffers();
@@ -282,7 +286,7 @@ void ursa__trace_fini(void) {
  * records nothing more and writes nothing. */
 void ursa__trace_atfork_child(void) {
   if (T.vps == NULL) return;
-  __atomic_store_n(&ursa__trace_flag.on, 0, __ATOMIC_RELAXED);
+  __atomic_and_fetch(&ursa__trace_flag.on, ~URSA__TRACE_RECORD, __ATOMIC_RELAXED);
   T.forked = 1;
 }
 

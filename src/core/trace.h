@@ -25,11 +25,20 @@ struct ursa__trace_flag {
   int  on;
 };
 URSA_HIDDEN extern struct ursa__trace_flag ursa__trace_flag;
+/* Two observers share the flag, so that the switch and wake paths keep one test for both: bit 0,
+ * URSA_TRACE records (trace.c); bit 1, schedule exploration chooses the next thread at every switch
+ * (src/explore/, through ursa__explore_hooks in sched.h; set by ursa_init, one VP only).  The
+ * recorders below return at once unless bit 0 is set.  Each bit is set and cleared with an atomic
+ * or/and by its owner on VP 0 before other VPs start or after they stopped. */
+#define URSA__TRACE_RECORD  1
+#define URSA__TRACE_EXPLORE 2
 #ifdef URSA_NO_TRACE
 #  define URSA__TRACING() 0
 #else
 #  define URSA__TRACING() ursa_unlikely(__atomic_load_n(&ursa__trace_flag.on, __ATOMIC_RELAXED) != 0)
 #endif
+#define URSA__RECORDING() ((__atomic_load_n(&ursa__trace_flag.on, __ATOMIC_RELAXED) & URSA__TRACE_RECORD) != 0)
+#define URSA__EXPLORING() ursa_unlikely((__atomic_load_n(&ursa__trace_flag.on, __ATOMIC_RELAXED) & URSA__TRACE_EXPLORE) != 0)
 struct ursa__thread;
 /* A switch on vp from `from` (vp->cur) to `to`: ends from's slice, starts to's. */
 URSA_HIDDEN void ursa__trace_switch(struct ursa__vp *vp, const struct ursa__thread *from,

@@ -146,6 +146,11 @@ struct ursa__global {
   int      preempt_live;             /* cp-ts handlers act (set last by ursa_init, cleared first
                                         by ursa_fini; relaxed: read by the handler)           */
   uint64_t rotate_ns;                /* the rotator's interval timer period, 0: none          */
+  unsigned vps_api;                  /* the VPs the program sees (ursa_vp_count, the placement
+                                        checks): nvps, or under exploration the number it asked
+                                        for while one VP runs everything                         */
+  int      explore;                  /* schedule exploration runs (src/explore/): set by ursa_init
+                                        before the model's set-up, cleared by ursa_fini           */
   int      forked;                   /* this process is the child of a fork that left the runtime
                                         in the parent (several VPs, or forked by a kernel thread
                                         that was no VP): every call returns -ECHILD. Set by the

@@ -31,6 +31,16 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* Schedule exploration (src/explore/) controls every scheduling decision and the clock, but not
+ * the kernel: a call that could wait for a descriptor, a file or the offload pool would block the
+ * one kernel thread that runs every ursa thread, or make the run depend on the outside world.
+ * Under exploration each call of this file but ursa_close (a plain close(2)) refuses with
+ * -ENOTSUP (docs/GUIDE.md, "Finding concurrency bugs"). */
+#define EXPLORE_REFUSED()                                                                       \
+  do {                                                                                         \
+    if (ursa_unlikely(__atomic_load_n(&ursa__g.explore, __ATOMIC_RELAXED))) return -ENOTSUP;   \
+  } while (0)
+
 /* Whether the caller is an ursa thread of a runtime whose I/O layer is up. */
 static inline bool in_ursa(void) {
   struct ursa__vp *vp = ursa__tls_vp;
@@ -209,6 +219,7 @@ static ssize_t write_all(int fd, const struct iovec *iov, int cnt, off_t off, ui
 }
 
 static ssize_t rw(int op, int fd, const struct iovec *iov, int cnt, off_t off, int clock, const struct timespec *abstime) {
+  EXPLORE_REFUSED();
   uint64_t dl;
   int m, err;
   if ((err = deadline_of(clock, abstime, &dl)) != 0) return err;
@@ -261,6 +272,7 @@ ssize_t ursa_pwrite(int fd, const void *buf, size_t n, off_t off) { return ursa_
 
 ssize_t ursa_recvfrom_timed(int fd, void *buf, size_t n, int flags, struct sockaddr *src, socklen_t *len,
                             int clock, const struct timespec *abstime) {
+  EXPLORE_REFUSED();
   uint64_t dl;
   int err;
   if ((err = deadline_of(clock, abstime, &dl)) != 0) return err;
@@ -283,6 +295,7 @@ ssize_t ursa_recv(int fd, void *buf, size_t n, int flags) { return ursa_recvfrom
 
 ssize_t ursa_sendto_timed(int fd, const void *buf, size_t n, int flags, const struct sockaddr *dst, socklen_t len,
                           int clock, const struct timespec *abstime) {
+  EXPLORE_REFUSED();
   uint64_t dl;
   int err;
   size_t done = 0;
@@ -312,6 +325,7 @@ ssize_t ursa_send_timed(int fd, const void *buf, size_t n, int flags, int clock,
 ssize_t ursa_send(int fd, const void *buf, size_t n, int flags) { return ursa_sendto_timed(fd, buf, n, flags, NULL, 0, CLOCK_MONOTONIC, NULL); }
 
 int ursa_accept_timed(int fd, struct sockaddr *addr, socklen_t *len, int clock, const struct timespec *abstime) {
+  EXPLORE_REFUSED();
   uint64_t dl;
   int m, err;
   if ((err = deadline_of(clock, abstime, &dl)) != 0) return err;
@@ -333,6 +347,7 @@ int ursa_accept_timed(int fd, struct sockaddr *addr, socklen_t *len, int clock, 
 int ursa_accept(int fd, struct sockaddr *addr, socklen_t *len) { return ursa_accept_timed(fd, addr, len, CLOCK_MONOTONIC, NULL); }
 
 int ursa_connect_timed(int fd, const struct sockaddr *addr, socklen_t len, int clock, const struct timespec *abstime) {
+  EXPLORE_REFUSED();
   uint64_t dl;
   int m, err, r;
   socklen_t sl = sizeof err;
@@ -359,6 +374,7 @@ int ursa_connect(int fd, const struct sockaddr *addr, socklen_t len) { return ur
 #define POLL_STACK 16
 
 int ursa_poll_timed(struct pollfd *fds, nfds_t n, int clock, const struct timespec *abstime) {
+  EXPLORE_REFUSED();
   uint64_t dl;
   int err, r;
   int fdv_s[POLL_STACK];
@@ -430,6 +446,7 @@ int ursa_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
 }
 
 int ursa_fd_wait_timed(int fd, short events, int clock, const struct timespec *abstime) {
+  EXPLORE_REFUSED();
   struct pollfd p = { fd, events, 0 };
   int r;
   if (fd < 0) return -EBADF;
@@ -451,6 +468,7 @@ int ursa_close(int fd) {
 }
 
 int ursa_fsync_timed(int fd, int clock, const struct timespec *abstime) {
+  EXPLORE_REFUSED();
   struct fileop o;
   uint64_t dl;
   int err;
@@ -463,6 +481,7 @@ int ursa_fsync_timed(int fd, int clock, const struct timespec *abstime) {
 int ursa_fsync(int fd) { return ursa_fsync_timed(fd, CLOCK_MONOTONIC, NULL); }
 
 int ursa_openat_timed(int dirfd, const char *path, int flags, unsigned mode, int clock, const struct timespec *abstime) {
+  EXPLORE_REFUSED();
   struct fileop o;
   uint64_t dl;
   int err, r;
@@ -483,6 +502,7 @@ int ursa_openat(int dirfd, const char *path, int flags, unsigned mode) {
 }
 
 int ursa_offload(void *(*fn)(void *), void *arg, void **result) {
+  EXPLORE_REFUSED();
   void *r;
   int err;
   if (fn == NULL) return -EINVAL;

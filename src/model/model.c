@@ -73,7 +73,7 @@ int ursa__model_config(ursa_config_t *c, const ursa_config_t *given) {
     }
     c->vps = 1;
   }
-  if (c->model == URSA_MODEL_CP_TS && ursa__ts_check() != 0) return -ENOTSUP;
+  if (c->model == URSA_MODEL_CP_TS && !ursa__g.explore && ursa__ts_check() != 0) return -ENOTSUP;
   ursa__g.quantum_ns = (q ? q : 10000ul) * 1000u;
   ursa__g.switch_count = (int32_t)(n ? n : 10000ul);
   return 0;
@@ -105,7 +105,7 @@ int ursa__model_start(struct ursa__vp *vp0) {
   if (ursa__g.model == 0) ursa__g.model = ursa__g.nvps > 1 ? URSA_MODEL_PCM : URSA_MODEL_CM;
   __atomic_store_n(&ursa__tick_flag, ursa__g.model == URSA_MODEL_CP_IC ? URSA__TICK_IC : 0, __ATOMIC_RELAXED);
   vp0->ic_left = ursa__ic_start();
-  if (ursa__g.model == URSA_MODEL_CP_TS) {
+  if (ursa__g.model == URSA_MODEL_CP_TS && !ursa__g.explore) {   /* exploration: no signals (explore.c) */
     int err = ursa__sigtimer_install(URSA__SIGTIMER_TS);
     if (err != 0) return err;
   }
@@ -114,9 +114,9 @@ int ursa__model_start(struct ursa__vp *vp0) {
 
 int ursa__model_go(struct ursa__vp *vp0) {
   int err;
-  if (ursa__g.model == URSA_MODEL_CP_TS && (err = ursa__sigtimer_start(vp0, URSA__SIGTIMER_TS)) != 0) return err;
+  if (ursa__g.model == URSA_MODEL_CP_TS && !ursa__g.explore && (err = ursa__sigtimer_start(vp0, URSA__SIGTIMER_TS)) != 0) return err;
   if (ursa__g.rotate_ns && (err = ursa__sigtimer_start(vp0, URSA__SIGTIMER_ROT)) != 0) return err;
-  if (ursa__g.model == URSA_MODEL_CP_TS || ursa__g.rotate_ns)
+  if ((ursa__g.model == URSA_MODEL_CP_TS && !ursa__g.explore) || ursa__g.rotate_ns)
     __atomic_store_n(&ursa__g.preempt_live, 1, __ATOMIC_RELAXED);   /* the handlers act */
   return 0;
 }
@@ -210,7 +210,7 @@ void ursa__tick(void) {
   struct ursa__vp *vp = ursa__tls_vp;
   if (ursa_unlikely(vp == NULL)) return;
   if (ursa_likely(--vp->ic_left > 0)) return;
-  if (ursa__g.model != URSA_MODEL_CP_IC) {
+  if (ursa__g.model != URSA_MODEL_CP_IC || ursa__g.explore) {   /* exploration: every tick is a point */
     vp->ic_left = 1;
     ursa__preempt_point(vp);
     return;

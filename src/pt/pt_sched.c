@@ -124,7 +124,9 @@ static inline void st_set(struct ursa_pts *t, uint8_t s) { __atomic_store_n(&t->
 static unsigned reg_nregions;          /* atomic: region executors in reg_all */
 
 /* Whether the runtime has several VPs (the locks are taken then). */
-static inline bool smp_now(void) { return ursa_vp_count() > 1; }
+/* Several VPs run: the layer's objects lock.  Not while exploring, where ursa_vp_count() says what
+ * the program asked for but one VP runs everything (and ursa__park keeps one-VP rules). */
+static inline bool smp_now(void) { return ursa_vp_count() > 1 && !ursa__exploring(); }
 
 /* The executor whose ursa thread is the caller, or NULL (vp: the caller's VP). */
 static struct ursa__pts_exec *current_exec(int vp) {

@@ -80,6 +80,7 @@ void *upt_real(int index, const char *name) {
 
 uintptr_t upt_ursa_lo, upt_ursa_hi;  /* libursa.so's executable segment, [lo, hi)            */
 int upt_solo;
+int upt_explore;
 struct upt_range upt_rt[UPT_RT_MAX];  /* the sanitizer runtimes' executable segments           */
 int upt_rt_n;
 
@@ -156,7 +157,8 @@ __attribute__((constructor(101))) static void upt_boot(void) {
                       "threads\n", ursa_strerror(rc));
     return;
   }
-  upt_solo = ursa_vp_count() == 1;
+  upt_explore = ursa__exploring();
+  upt_solo = upt_explore ? 2 : ursa_vp_count() == 1;   /* exploring: one VP, not the fast paths */
   upt_boot_threads();
   __atomic_store_n(&upt_booted, 1, __ATOMIC_RELEASE);
 }

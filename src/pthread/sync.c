@@ -191,12 +191,13 @@ UPT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm) {
   return 0;
 }
 
-/* The solo fast paths of lock and unlock, for the default (NORMAL) type: the thread-ring's.  The
+/* The solo fast paths of lock and unlock, for the default (NORMAL) type: the thread-ring's (not
+ * while exploring, upt_solo == 2: the general paths have the scheduling points).  The
  * caller is an ursa thread (tok).  It is not ursa's own code, which calls no pthread_mutex_*
  * function (the test pthread_ursa_imports checks libursa.so's imports), so the return address
  * needs no test here.  (A sanitizer's runtime locks its own mutexes, not glibc's.) */
 #define UPT_SOLO_NORMAL(m, tok)                                                                  \
-  (upt_solo && (m)->kind == PTHREAD_MUTEX_NORMAL && ((tok) = ursa__self_thread()) != NULL)
+  (upt_solo == 1 && (m)->kind == PTHREAD_MUTEX_NORMAL && ((tok) = ursa__self_thread()) != NULL)
 
 UPT_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
   struct upt_mutex *m = (struct upt_mutex *)pm;
@@ -208,6 +209,7 @@ UPT_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
   }
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_mutex_lock)(pm);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   if ((type = mutex_type(m)) < 0) return EINVAL;
   return mutex_lock(me, m, type, 0, CLOCK_REALTIME, NULL);
 }
@@ -217,6 +219,7 @@ UPT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *pm) {
   int type;
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_mutex_trylock)(pm);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   if ((type = mutex_type(m)) < 0) return EINVAL;
   return mutex_lock(me, m, type, 1, CLOCK_REALTIME, NULL);
 }
@@ -226,6 +229,7 @@ UPT_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespe
   int type;
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_mutex_timedlock)(pm, abs);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   if ((type = mutex_type(m)) < 0) return EINVAL;
   return mutex_lock(me, m, type, 2, CLOCK_REALTIME, abs);
 }
@@ -236,6 +240,7 @@ UPT_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
   int type;
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_mutex_clocklock)(pm, clock, abs);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   if ((type = mutex_type(m)) < 0) return EINVAL;
   return mutex_lock(me, m, type, 2, clock, abs);
 }
@@ -250,6 +255,7 @@ UPT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm) {
   }
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_mutex_unlock)(pm);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   if ((type = mutex_type(m)) < 0) return EINVAL;
   return mutex_unlock(me, m, type);
 }
@@ -375,12 +381,14 @@ static int cond_wake(struct upt_cond *c, int all) {
 UPT_EXPORT int pthread_cond_signal(pthread_cond_t *pc) {
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_cond_signal)(pc);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   return cond_wake((struct upt_cond *)pc, 0);
 }
 
 UPT_EXPORT int pthread_cond_broadcast(pthread_cond_t *pc) {
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_cond_broadcast)(pc);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   return cond_wake((struct upt_cond *)pc, 1);
 }
 
@@ -490,6 +498,7 @@ UPT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
   struct upt_rwlock *l = (struct upt_rwlock *)pl;
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_rwlock_unlock)(pl);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   if (l->dead == UPT_DEAD) return EINVAL;
   upt_spin_lock(&l->spin);
   if (l->writer == me) l->writer = NULL;
@@ -748,6 +757,7 @@ UPT_EXPORT int sem_wait(sem_t *ps) {
   int mine;
   UPT_ENTER(me);
   if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_wait)(ps);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   if (mine < 0) return upt_errno(EINVAL);
   return sem_block(me, s, 0, CLOCK_REALTIME, NULL);
 }
@@ -757,6 +767,7 @@ UPT_EXPORT int sem_timedwait(sem_t *ps, const struct timespec *abs) {
   int mine;
   UPT_ENTER(me);
   if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_timedwait)(ps, abs);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   if (mine < 0) return upt_errno(EINVAL);
   return sem_block(me, s, 2, CLOCK_REALTIME, abs);
 }
@@ -766,6 +777,7 @@ UPT_EXPORT int sem_clockwait(sem_t *ps, clockid_t clock, const struct timespec *
   int mine;
   UPT_ENTER(me);
   if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_clockwait)(ps, clock, abs);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   if (mine < 0) return upt_errno(EINVAL);
   return sem_block(me, s, 2, (int)clock, abs);
 }
@@ -775,6 +787,7 @@ UPT_EXPORT int sem_trywait(sem_t *ps) {
   int mine;
   UPT_ENTER(me);
   if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_trywait)(ps);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   if (mine < 0) return upt_errno(EINVAL);
   return sem_take(s) ? 0 : upt_errno(EAGAIN);
 }
@@ -785,6 +798,7 @@ UPT_EXPORT int sem_post(sem_t *ps) {
   int mine;
   UPT_ENTER(me);
   if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_post)(ps);
+  UPT_POINT();                                  /* exploration: a scheduling point */
   if (mine < 0) return upt_errno(EINVAL);
   if (upt_solo) {                               /* the unit goes to the first waiter */
     if (s->wq.head != NULL && ursa__unpark_first(&s->wq, 0)) return 0;

@@ -99,8 +99,19 @@ static inline int upt_from_ursa(const void *ra) {
   return 0;
 }
 
-/* One VP (see "solo" above); written once by the constructor. */
+/* One VP (see "solo" above): 1, or 2 while exploring (one VP too, but the mutex's inline fast
+ * paths are left to the general ones, which have the scheduling points); 0 for several VPs.
+ * Written once by the constructor. */
 extern int upt_solo;
+/* Schedule exploration runs (ursa__exploring; written once by the constructor, which then sets
+ * upt_solo to 2, so the solo fast paths keep their code): the calls that do not otherwise switch
+ * (a lock taken at once, an unlock, a signal, a post, a wait that takes a unit) start with a
+ * scheduling point (ursa__sched_point), where the explorer may run another thread first. */
+extern int upt_explore;
+#define UPT_POINT()                                                                             \
+  do {                                                                                          \
+    if (__builtin_expect(upt_explore, 0)) ursa__sched_point();                                  \
+  } while (0)
 
 /* ---- records, waiters, spin locks ---------------------------------------------------------- */
 

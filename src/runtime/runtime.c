@@ -24,6 +24,7 @@
 #include "../sched/policy.h"
 #include "../sync/sync.h"
 #include "../io/io.h"
+#include "../explore/explore.h"
 
 #include <sched.h>
 
@@ -116,8 +117,11 @@ int ursa_init(const ursa_config_t *cfg) {
   if (c.pq_cap == 0) c.pq_cap = (unsigned)ursa__env_number("URSA_PQ_CAP", 1, PQ_CAP_MAX, 0);
   if (c.wq_cap == 0) c.wq_cap = (unsigned)ursa__env_number("URSA_WQ_CAP", 1, WQ_CAP_MAX, 0);
   if (c.region_balance == 0) c.region_balance = ursa__env_flag("URSA_REGION_BALANCE", 0);
+  if ((err = ursa__explore_config(&c, cfg)) != 0) return err;  /* exploration: one VP runs */
   if ((err = ursa__model_config(&c, cfg)) != 0) return err;   /* cm: one VP */
   if (c.vps == 0) c.vps = cpus_allowed();
+  if (!ursa__g.explore) ursa__g.vps_api = c.vps;
+  else c.vps = 1;
   if (c.sched == 0) c.sched = URSA_SCHED_ROTATOR;
 #if URSA_TEST_HARD
   /* the hard test build: tiny queues, so threads overflow, travel the ring and migrate all the time */
@@ -150,7 +154,8 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__g.wq_cap = c.wq_cap;
   ursa__g.pin = c.pin;
   ursa__g.region_balance = c.region_balance != 0;
-  ursa__g.deadlock_wait = ursa__env_word("URSA_DEADLOCK", deadlock_words, 2, 0) == 1;
+  /* (exploration always reports a deadlock: the schedule that led to it is the finding) */
+  ursa__g.deadlock_wait = !ursa__g.explore && ursa__env_word("URSA_DEADLOCK", deadlock_words, 2, 0) == 1;
   ursa__g.model = c.model;                            /* 0: ursa__model_start decides */
   if ((err = ursa__rot_config(c.rotate_us, cfg && cfg->rotate_us)) != 0) return err;
 
@@ -171,14 +176,16 @@ int ursa_init(const ursa_config_t *cfg) {
     if (c.offload_threads == 0) c.offload_threads = (unsigned)ursa__env_number("URSA_OFFLOAD_THREADS", 1, 1024, 0);
     if (c.offload_threads == 0) c.offload_threads = 4;
     if (c.io < 0 || c.io > URSA_IO_URING || c.offload_threads > 1024) err = -EINVAL;
-    else err = ursa__io_init(c.io, c.offload_threads);
+    else if (!ursa__g.explore) err = ursa__io_init(c.io, c.offload_threads);   /* exploration refuses I/O */
   }
+  if (err == 0) err = ursa__explore_start(vp);       /* exploration: the hooks, before the mode */
   /* VP 0's hottest paths take their checked copies (which also end in preemption points) */
   ursa__vp_mode_set(vp);
   if (err == 0) err = ursa__model_go(vp);            /* cp-ts: VP 0's timer; handlers act */
   if (err != 0) {
     ursa__io_fini();                                  /* engines made: closed (no poller yet) */
     if (vp->mode == URSA__SMPMODE) ursa__smp_fini(NULL);                /* VPs 1..N-1 delete their timers */
+    ursa__explore_stop(vp);
     ursa__model_stop(vp);                             /* then the handler goes */
     ursa__trace_discard();
     ursa__tls_vp = NULL;
@@ -230,6 +237,7 @@ int ursa_fini(void) {
   __atomic_store_n(&ursa__g.preempt_live, 0, __ATOMIC_RELAXED);   /* cp-ts: ticks are ignored */
   ursa__reap(vp);
   if (vp->mode == URSA__SMPMODE) ursa__smp_fini(stats_keep);            /* keeps the counters first */
+  ursa__explore_stop(vp);                             /* before the model's hooks are reset */
   ursa__model_stop(vp);
   ursa__trace_fini();                                 /* URSA_TRACE: every VP has stopped */
   ursa__overflow_handler_remove();

@@ -158,7 +158,7 @@ int ursa_region_init(ursa_region_t *rp, int vp) {
   uint32_t gen;
   int err = 0;
   if (self == NULL) return ursa__novp();
-  if (rp == NULL || vp < URSA_VP_ANY || vp >= (int)ursa__g.nvps) return -EINVAL;
+  if (rp == NULL || vp < URSA_VP_ANY || vp >= (int)ursa__g.vps_api) return -EINVAL;
   {                                                    /* live: destroy it first */
     struct ursa__region_ref seen;
     memcpy(&seen, rp, sizeof seen);                    /* storage never initialized is normal */
@@ -239,7 +239,7 @@ int ursa_region_move(ursa_region_t *rp, int vp) {
   struct ursa__region *r = region_get(rp);
   struct ursa__vp *self = ursa__tls_vp, *owner;
   if (self == NULL) return ursa__novp();
-  if (r == NULL || vp < 0 || vp >= (int)ursa__g.nvps) return -EINVAL;
+  if (r == NULL || vp < 0 || vp >= (int)ursa__g.vps_api) return -EINVAL;
   if (!(self->mode == URSA__SMPMODE)) return 0;                            /* one VP: nowhere else to go */
   owner = ursa__region_vp(r);
   __atomic_store_n(&r->want, ursa__g.vps[vp], __ATOMIC_RELEASE);   /* pairs with apply's acquire */

@@ -73,9 +73,21 @@ bool ursa__vp_has_ready(struct ursa__vp *vp) {
   return !ursa__runq_empty(vp);
 }
 
-/* The whole switch when URSA_TRACE records (URSA__SWITCH_RETURN): the event, then the switch. */
+/* Schedule exploration's hook (sched.h), filled by src/explore/ at ursa_init. */
+struct ursa__explore_hooks ursa__explore_hooks;
+
+/* The whole switch when URSA_TRACE records or exploration chooses (URSA__SWITCH_RETURN, and
+ * ursa__thread_finish): exploration's choice, the event, then the switch.  The explorer may keep
+ * `from` running when it is READY (a yield or a preemption point): then nothing switches. */
 int ursa__switch_traced(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to) {
-  ursa__trace_switch(vp, from, to);
+  if (URSA__EXPLORING()) {
+    to = ursa__explore_hooks.pick(vp, from, to);
+    if (to == from) {
+      ursa__set_state(from, URSA__RUNNING);
+      return from->w.wake_result;
+    }
+  }
+  if (URSA__RECORDING()) ursa__trace_switch(vp, from, to);
   URSA__SWITCH_RETURN_RAW(vp, from, to);
 }
 
@@ -247,6 +259,10 @@ static struct ursa__thread *next_ready(struct ursa__vp *vp) {
       continue;
     }
     if (vp->ntimers == 0) return NULL;
+    if (ursa_unlikely(ursa__vclock.on)) {                    /* exploration: virtual time jumps */
+      if (vp->timers[1]->deadline > ursa__vclock.now) ursa__vclock.now = vp->timers[1]->deadline;
+      continue;
+    }
     {
       uint64_t d = vp->timers[1]->deadline;
       struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
@@ -367,6 +383,13 @@ bool ursa__vp_others_ready(void) {
   return vp != NULL && ursa__vp_has_ready(vp);
 }
 
+bool ursa__exploring(void) { return ursa__g.explore != 0; }
+
+void ursa__sched_point(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  if (vp != NULL) ursa__preempt_point(vp);           /* exploration keeps pre_pending set */
+}
+
 struct ursa__thread *ursa__self_thread(void) {
   struct ursa__vp *vp = ursa__tls_vp;
   return vp ? vp->cur : NULL;
@@ -438,6 +461,12 @@ static inline int yield_1(struct ursa__vp *vp) {
 /* Out of line, so that the common yield keeps nothing live across a call and needs no frame. */
 static URSA_NOINLINE int yield_timers(struct ursa__vp *vp) {
   ursa__timers_fire(vp, ursa__now());
+  if (ursa_unlikely(ursa__vclock.on) && ursa__runq_empty(vp) && vp->ntimers != 0) {
+    /* exploration: a yield with nothing else ready waits for the next timer (a loop that yields
+     * until a sleeping thread acts would otherwise never see virtual time pass) */
+    if (vp->timers[1]->deadline > ursa__vclock.now) ursa__vclock.now = vp->timers[1]->deadline;
+    ursa__timers_fire(vp, ursa__vclock.now);
+  }
   return yield_1(vp);
 }
 

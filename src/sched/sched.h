@@ -435,6 +435,20 @@ static inline void ursa__preempt_idle(struct ursa__vp *vp, int sleep) {
   if (ursa_unlikely(vp->timers_on != 0)) ursa__model_hooks.idle(vp, sleep);
 }
 
+/* ---- schedule exploration's hook --------------------------------------------------------------
+ * Filled by src/explore/ (a layer above) at ursa_init, before the flag's exploration bit
+ * (URSA__TRACE_EXPLORE, core/trace.h) is set; exploration runs one VP.  Called by
+ * ursa__switch_traced at every switch of the VP, on its kernel thread:
+ *   pick(vp, from, to): `from` is vp->cur, already where it belongs (READY at the tail of the run
+ *     queue for a yield or a preemption, BLOCKED, or ZOMBIE); `to` was taken from the head of the
+ *     run queue (or is the joiner a finishing thread hands over to, still BLOCKED).  Returns the
+ *     thread to run: `to`, another READY thread (which it takes off the run queue, putting `to`
+ *     back READY), or `from` when that is READY (it takes it off the run queue: no switch). */
+struct ursa__explore_hooks {
+  struct ursa__thread *(*pick)(struct ursa__vp *vp, struct ursa__thread *from, struct ursa__thread *to);
+};
+URSA_HIDDEN extern struct ursa__explore_hooks ursa__explore_hooks;
+
 /* ---- the I/O layer's hooks -------------------------------------------------------------------------
  * How the idle paths reach the I/O engine of src/io/ (a layer above): filled by ursa__io_init
  * (ursa_init) before VPs 1..N-1 start, read-only while they run.  The scheduler calls them only

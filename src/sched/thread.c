@@ -405,7 +405,7 @@ int ursa_create(ursa_thread_t *out, const ursa_attr_t *attr, void *(*fn)(void *)
   const struct ursa__attr *a = NULL;
   URSA_VP_OR_RETURN(vp);
   if (ursa_unlikely(fn == NULL)) return -EINVAL;
-  if (attr != NULL && ((a = attr_get(attr)) == NULL || a->vp >= (int)ursa__g.nvps ||
+  if (attr != NULL && ((a = attr_get(attr)) == NULL || a->vp >= (int)ursa__g.vps_api ||
                        (a->region_id != 0 && ursa__region_find(a->region_id, a->region_gen) == NULL)))
     return -EINVAL;                                  /* (a region destroyed since setregion too) */
   if (ursa_unlikely(out == NULL && !(a && a->detached))) return -EINVAL;
@@ -533,7 +533,7 @@ void ursa_exit(void *result) {
   ursa__thread_finish(vp, result);
 }
 
-unsigned ursa_vp_count(void) { return ursa__g.initialized ? ursa__g.nvps : 0u; }
+unsigned ursa_vp_count(void) { return ursa__g.initialized ? ursa__g.vps_api : 0u; }   /* exploration: what was asked */
 
 int ursa_vp_self(void) {
   struct ursa__vp *vp = ursa__tls_vp;

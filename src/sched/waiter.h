@@ -97,4 +97,11 @@ struct ursa__waitkind {
  * layer above: src/pt/) again and again with the same pointers, which readers then see either way. */
 URSA__WAITER_API void ursa__waitkind_register(int kind, const struct ursa__waitkind *k);
 
+/* Schedule exploration (src/explore/): whether it runs (fixed by ursa_init), and a scheduling
+ * point for a layer's operation that does not otherwise switch (an uncontended lock, an unlock, a
+ * post): the explorer may run another thread there.  A layer calls the point only while exploring;
+ * from a kernel thread that is no ursa thread it does nothing. */
+URSA__WAITER_API bool ursa__exploring(void);
+URSA__WAITER_API void ursa__sched_point(void);
+
 #endif /* URSA_SCHED_WAITER_H */

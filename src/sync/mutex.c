@@ -100,6 +100,8 @@ static int mutex_lock(struct ursa__mutex *x, struct ursa__vp *vp, bool try, uint
   return ursa__block(vp, URSA__W_MUTEX, x, &x->lock, deadline);  /* 0: we own it now */
 out:
   ursa__ounlock(vp, &x->lock);
+  ursa__preempt_point(vp);            /* a lock taken without waiting: exploration's point (one
+                                         between two locks finds lock-order deadlocks) */
   return r;
 }
 
