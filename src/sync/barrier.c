@@ -49,6 +49,7 @@ int ursa_barrier_wait(ursa_barrier_t *b) {
     x->arrived = 0;
     ursa__wake_all(vp, &x->q, 0);
     ursa__ounlock(vp, &x->lock);
+    ursa__preempt_point(vp);                         /* cp-ts: a deferred preemption; exploration */
     return URSA_BARRIER_SERIAL_THREAD;
   }
   ursa__q_push(&x->q, &vp->cur->w);

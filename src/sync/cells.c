@@ -96,7 +96,10 @@ int ursa_ivar_get(ursa_ivar_t *v, void **value) {
   IVAR_OR_RETURN(x, v);
   URSA_VP_OR_RETURN(vp);
   if (value == NULL) return -EINVAL;
-  if (ivar_get_or_queue(vp, x, &vp->cur->w, value) == 0) return 0;
+  if (ivar_get_or_queue(vp, x, &vp->cur->w, value) == 0) {
+    ursa__preempt_point(vp);                         /* read without waiting: a point (exploration) */
+    return 0;
+  }
   ursa__block(vp, URSA__W_IVAR, x, &x->lock, 0);
   vp = URSA__VP_AFTER_SWITCH();
   ursa__olock(vp, &x->lock);
@@ -243,7 +246,10 @@ int ursa_mvar_take(ursa_mvar_t *v, void **value) {
   URSA_VP_OR_RETURN(vp);
   if (value == NULL) return -EINVAL;
   cur = vp->cur;
-  if (mvar_take_or_queue(vp, x, &cur->w, value) == 0) return 0;
+  if (mvar_take_or_queue(vp, x, &cur->w, value) == 0) {
+    ursa__preempt_point(vp);                         /* taken without waiting: a point */
+    return 0;
+  }
   ursa__block(vp, URSA__W_MVAR_TAKE, x, &x->lock, 0);
   *value = cur->wait_data;                  /* handed over by the put */
   return 0;

@@ -17,7 +17,7 @@ int ursa_once(ursa_once_t *once, void (*fn)(void)) {
   URSA_VP_OR_RETURN(vp);
   if (o == NULL || fn == NULL) return -EINVAL;
   switch (__atomic_load_n(&o->state, __ATOMIC_ACQUIRE)) {   /* pairs with the release below */
-  case 2: return 0;
+  case 2: ursa__preempt_point(vp); return 0;                 /* done: a point (exploration) */
   case 0: case 1: break;
   default: return -EINVAL;                                   /* never initialized: garbage */
   }
@@ -40,5 +40,6 @@ int ursa_once(ursa_once_t *once, void (*fn)(void)) {
   o->runner = NULL;
   ursa__wake_all(vp, &o->q, 0);
   ursa__ounlock(vp, &o->lock);
+  ursa__preempt_point(vp);
   return 0;
 }

@@ -154,6 +154,7 @@ static int rdlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
   return r;
 out:
   ursa__ounlock(vp, &x->lock);
+  if (r == 0) ursa__preempt_point(vp);              /* taken without waiting: a point (exploration) */
   return r;
 }
 
@@ -170,6 +171,7 @@ static int wrlock(ursa_rwlock_t *l, bool try, uint64_t deadline) {
   if (x->writer == NULL && x->readers == 0) {
     writer_set(x, cur);
     ursa__ounlock(vp, &x->lock);
+    ursa__preempt_point(vp);                         /* taken without waiting: a point */
     return 0;
   }
   if (try) { ursa__ounlock(vp, &x->lock); return -EBUSY; }
@@ -214,6 +216,7 @@ int ursa_rwlock_unlock(ursa_rwlock_t *l) {
     writer_set(x, NULL);
     grant(vp, x, true);
     ursa__ounlock(vp, &x->lock);
+    ursa__preempt_point(vp);                         /* cp-ts: a deferred preemption; exploration */
     return 0;
   }
   if ((h = held(cur, x)) == NULL) { ursa__ounlock(vp, &x->lock); return -EPERM; }
@@ -221,5 +224,6 @@ int ursa_rwlock_unlock(ursa_rwlock_t *l) {
   x->readers--;
   grant(vp, x, false);
   ursa__ounlock(vp, &x->lock);
+  ursa__preempt_point(vp);
   return 0;
 }
