@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/dist_suite.py - the MPI layer's figures (issue #19), run by `make bench` in its phase 4
-(printed only: bench/report.py does not show them yet).
+(printed, and in results/REPORT.md through the JSON's "markdown").
 
     python3 bench/dist_suite.py --build build-release [--runs 5] [--json FILE]
 
@@ -58,12 +58,19 @@ def main():
     keys = [k for k in out["latency_runs"][0] if k.endswith("_us") or k == "idle_cpu_fraction"]
     med = {k: statistics.median(r[k] for r in out["latency_runs"]) for k in keys}
     pp = med["mpi_pingpong_us"]
-    print(f"dist_suite: 2 ranks, URSA_VPS={env['URSA_VPS']}, medians of {a.runs} runs (each the median of 2000 operations)")
+    head = f"2 ranks, URSA_VPS={env['URSA_VPS']}, medians of {a.runs} runs (each the median of 2000 operations)"
+    print(f"dist_suite: {head}")
+    md = [f"MPICH, {head}; `python3 bench/dist_suite.py --build build-release --runs {a.runs}`.", "",
+          "| figure | value | / MPI's own ping-pong in the same run |", "|---|---|---|"]
     for k in keys:
         if k == "idle_cpu_fraction":
             print(f"  {k:28s} {med[k] * 100:8.1f} % of a core")
+            md.append(f"| {k} (an idle rank) | {med[k] * 100:.1f} % of a core | |")
         else:
             print(f"  {k:28s} {med[k]:8.2f} us  {med[k] / pp:6.1f}x MPI ping-pong")
+            md.append(f"| {k} | {med[k]:.2f} us | {med[k] / pp:.1f}x |")
+    md += ["", "| adaptive mesh refinement (x^4+y^4 over the disk, maxdepth 20, 256 wildcard threads) | "
+           "median s | speed-up over 1 rank |", "|---|---|---|"]
     ok = True
     t1 = None
     for np_ in (1, 2, 3, 4):
@@ -79,7 +86,9 @@ def main():
         out["amr"][np_] = times
         print(f"  amr (x^4+y^4 over the disk, maxdepth 20, 256 wildcard threads) {np_} ranks: {t:.3f} s, "
               f"speedup {t1 / t:.2f}x{' (oversubscribed)' if np_ > 2 else ''}")
+        md.append(f"| {np_} ranks{' (oversubscribed)' if np_ > 2 else ''} | {t:.3f} | {t1 / t:.2f}x |")
     out["medians"] = med
+    out["markdown"] = "\n".join(md)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -1130,6 +1130,7 @@ def main():
     ap.add_argument("--models", help="the JSON of bench/models_suite.py")
     ap.add_argument("--apps", help="the JSON of bench/apps_suite.py")
     ap.add_argument("--scaling", help="the JSON of bench/count_shared_writes.py (optional)")
+    ap.add_argument("--dist", help="the JSON of bench/dist_suite.py (optional)")
     ap.add_argument("--run", default="", help="the run's id (make bench's UTC stamp)")
     ap.add_argument("--mode", default="default", choices=("quick", "default", "full"),
                     help="the sizes the suites ran at (make bench: default; FULL=1: full)")
@@ -1163,6 +1164,10 @@ def main():
         sc, err = load(a.scaling)
         text += "\n## Scaling counters: shared-line writes and VP wake-ups per operation (issue #20)\n\n"
         text += (sc.get("markdown") if sc and sc.get("markdown") else f"Not measured: {err or 'no Markdown'}.") + "\n"
+    if a.dist:                            # issue #19's figures, when this run had the MPI layer
+        ds, err = load(a.dist)
+        text += "\n## Across machines on MPI (issue #19)\n\n"
+        text += (ds.get("markdown") if ds and ds.get("markdown") else f"Not measured: {err or 'no Markdown'}.") + "\n"
     try:
         os.makedirs(os.path.dirname(a.out), exist_ok=True)
         with open(a.out + ".tmp", "w") as f:

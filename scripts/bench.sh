@@ -66,7 +66,7 @@ command="make bench"; [ "$mode" = full ] && command="make bench FULL=$FULL"
 $py bench/report.py --run "$run" --mode "$mode" --command "$command" \
   --started "$start" --status "$st" --phase-times "$times" --build build-release \
   --micro "results/micro-$run.json" --models "results/models-$run.json" --apps "results/apps-$run.json" \
-  --scaling "results/scaling-$run.json"
+  --scaling "results/scaling-$run.json" $( [ -x build-release/bench/dist_latency ] && echo --dist "results/dist-$run.json" )
 r=$?
 # report.py: 0 = written, every answer verified; 3 = written, something failed verification (its
 # summary, just above, says what); else it could not write the report.
