@@ -80,6 +80,7 @@
 #include <unistd.h>
 
 #include "iointernal.h"
+#include "waiter.h"
 #include "../sched/sched_smp.h"
 #if URSA_HAVE_URING
 #include <liburing.h>
@@ -618,8 +619,8 @@ static void node_del(struct ionode *n, int fd, bool smp) {
  * ns, 0: none).  Returns > 0 (the events of the fd that ended the wait; a spurious wake-up is
  * possible: the caller tries its call again), -EBADF, -ETIMEDOUT, -EINVAL (an fd beyond the
  * table), -ENOMEM.  nodes has room for n.  Executed by ursa threads only. */
-int ursa__io_fd_wait_many(const int *fds, const uint32_t *events, unsigned n, struct ionode_room *room,
-                          uint64_t deadline) {
+static int wait_many(const int *fds, const uint32_t *events, unsigned n, struct ionode_room *room,
+                     uint64_t deadline, const struct ursa__io_cancel *c) {
   struct ionode *nodes = (struct ionode *)(void *)room;
   struct ursa__vp *vp = ursa__tls_vp;
   struct engine *mine = engine_of(vp), *kick = NULL;
@@ -631,6 +632,13 @@ int ursa__io_fd_wait_many(const int *fds, const uint32_t *events, unsigned n, st
   memset(&r, 0, sizeof r);
   r.th = ursa_self();
   r.timed = deadline != 0;
+  if (c != NULL) {                     /* a canceller finds r from now on (src/io/waiter.h) */
+    ursa__lock_if(smp, c->lock);
+    *c->slot = &r;
+    ursa__unlock_if(smp, c->lock);
+    /* seq_cst: pairs with the canceller's store of the flag before it looks at the slot */
+    if (__atomic_load_n(c->flag, __ATOMIC_SEQ_CST)) err = -ECANCELED, n = 0;
+  }
   for (i = 0; i < n; i++) {
     int k = node_add(&nodes[i], &r, fds[i], events[i], mine, smp, &kick);
     if (k < 0) { err = k; break; }
@@ -649,16 +657,51 @@ int ursa__io_fd_wait_many(const int *fds, const uint32_t *events, unsigned n, st
     ursa__lock_if(smp, &r.lock);
     if (!r.done) {
       r.parked = 1;
-      res = ursa__park(URSA__W_IO_FD, ursa__io_fdent(fds[0]), &r.lock, deadline);
+      res = ursa__park(URSA__W_IO_FD, n ? (void *)ursa__io_fdent(fds[0]) : (void *)&r, &r.lock, deadline);
       vp = URSA__VP_AFTER_SWITCH();
     } else {
       ursa__unlock_if(smp, &r.lock);
     }
   }
   for (i = 0; i < added; i++) node_del(&nodes[i], fds[i], smp);
+  if (c != NULL) {                     /* no canceller touches r after this */
+    ursa__lock_if(smp, c->lock);
+    *c->slot = NULL;
+    ursa__unlock_if(smp, c->lock);
+  }
   if (err != 0) return err;
-  /* r.done is final here: every node is unlinked, and a claim happens only on a linked node */
+  /* r.done is final here: every node is unlinked, and a claim happens only on a linked node or
+   * by a canceller, which holds c->lock, taken just above */
   return r.done ? r.res : res;
+}
+
+int ursa__io_fd_wait_many(const int *fds, const uint32_t *events, unsigned n, struct ionode_room *room,
+                          uint64_t deadline) {
+  return wait_many(fds, events, n, room, deadline, NULL);
+}
+
+_Static_assert(sizeof(struct ursa__io_node) == sizeof(struct ionode_room), "two names of one room");
+
+int ursa__io_wait(const int *fds, const uint32_t *events, unsigned n, struct ursa__io_node *nodes,
+                  uint64_t deadline, const struct ursa__io_cancel *c) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  unsigned i;
+  if (vp == NULL || vp->io == NULL) return -ENOSYS;
+  for (i = 0; i < n; i++)
+    if (ursa__io_fdent(fds[i]) == NULL) return fds[i] < 0 ? -EBADF : -EINVAL;
+  return wait_many(fds, events, n, (struct ionode_room *)(void *)nodes, deadline, c);
+}
+
+/* A canceller holding the lock of the waiter's struct ursa__io_cancel: the record is alive (the
+ * waiter clears its slot under that lock).  The claim is rec_claim's, without an fd's lock: the
+ * nodes stay linked until the woken waiter unlinks them (dispatch and ursa__io_fd_close skip a
+ * record that is done). */
+bool ursa__io_wait_end(void *rec, int res) {
+  struct iorec *r = rec;
+  bool unpark = false;
+  if (!rec_claim(r, res, smp_now(), &unpark)) return false;
+  if (unpark) ursa__unpark(r->th, 0);
+  return true;
 }
 
 _Static_assert(sizeof(struct ionode) <= sizeof(struct ionode_room), "struct ionode_room is too small");
@@ -903,8 +946,11 @@ static void engine_free(struct engine *e) {
   if (e->ring_ok) io_uring_queue_exit(&e->ring);
   e->ring_ok = 0;
 #endif
+  /* never a tail call to close: libursa-pthread.so tells libursa's calls by their return address
+   * (tests/CMakeLists.txt, pthread_ursa_no_tail_calls) */
   if (e->epfd >= 0) close(e->epfd);
   if (e->evfd >= 0) close(e->evfd);
+  e->epfd = e->evfd = -1;
 }
 
 /* Makes the n engines of kind: 0, or the error (none left made). */
