@@ -63,8 +63,8 @@ static int wait_fd(int fd, uint32_t events, uint64_t dl) {
   }
 }
 
-/* What fd is (FD_NB after making it non-blocking, FD_FILE), cached in its entry; -errno when fd
- * is not open.  FD_NB as well beyond the table (no cache then). */
+/* What fd is (FD_NB or FD_SOCK after making it non-blocking, FD_FILE), cached in its entry;
+ * -errno when fd is not open.  Beyond the table: the same, not cached. */
 static int fd_prepare(int fd) {
   struct fdent *fe = ursa__io_fdent(fd);
   struct stat st;
@@ -76,7 +76,7 @@ static int fd_prepare(int fd) {
   } else {
     if ((fl = fcntl(fd, F_GETFL)) < 0) return -ursa__io_errno();
     if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) return -ursa__io_errno();
-    m = FD_NB;
+    m = S_ISSOCK(st.st_mode) ? FD_SOCK : FD_NB;
   }
   if (fe != NULL) __atomic_store_n(&fe->mode, (uint8_t)m, __ATOMIC_RELAXED);
   return m;
@@ -216,6 +216,14 @@ static ssize_t rw(int op, int fd, const struct iovec *iov, int cnt, off_t off, i
   if ((m = fd_prepare(fd)) < 0) return m;
   if (m == FD_FILE) return file_rw(op, fd, iov, cnt, off, dl);
   if (op == URSA__OP_READV) {
+    if (m == FD_SOCK && dl == 0 && in_ursa()) {          /* io_uring: the receive on the ring */
+      struct msghdr msg;
+      ssize_t r;
+      memset(&msg, 0, sizeof msg);
+      msg.msg_iov = (struct iovec *)(uintptr_t)iov;
+      msg.msg_iovlen = (size_t)cnt;
+      if ((r = ursa__io_uring_recv(fd, &msg, 0)) != -ENOSYS) return r;
+    }
     IO_LOOP(fd, EPOLLIN, dl, off < 0 ? readv(fd, iov, cnt) : preadv(fd, iov, cnt, off))
   }
   return write_all(fd, iov, cnt, off, dl);
@@ -271,6 +279,19 @@ ssize_t ursa_recvfrom_timed(int fd, void *buf, size_t n, int flags, struct socka
       if ((err = ursa__io_errno()) != EINTR) return -err;
     }
   }
+  if (dl == 0 && in_ursa()) {                        /* io_uring: the receive on the ring */
+    struct msghdr msg;
+    struct iovec v = { buf, n };
+    ssize_t r;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &v;
+    msg.msg_iovlen = 1;
+    if (src != NULL && len != NULL) { msg.msg_name = src; msg.msg_namelen = *len; }
+    if ((r = ursa__io_uring_recv(fd, &msg, flags)) != -ENOSYS) {
+      if (r >= 0 && src != NULL && len != NULL) *len = msg.msg_namelen;
+      return r;
+    }
+  }
   IO_LOOP(fd, EPOLLIN, dl, recvfrom(fd, buf, n, flags | MSG_DONTWAIT, src, len))
 }
 ssize_t ursa_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *src, socklen_t *len) {
@@ -320,7 +341,7 @@ int ursa_accept_timed(int fd, struct sockaddr *addr, socklen_t *len, int clock, 
     /* SOCK_NONBLOCK: the new socket is ready for these calls (and its number's entry is reset) */
     int c = accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c >= 0) {
-      if (in_ursa()) ursa__io_fd_new(c, FD_NB);
+      if (in_ursa()) ursa__io_fd_new(c, FD_SOCK);
       else (void)fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK);   /* a blocking socket, as accept(2) */
       return c;
     }

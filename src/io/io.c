@@ -75,6 +75,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -436,7 +437,60 @@ ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_
   ursa__park(URSA__W_IO_FD, e, NULL, 0);
   return u.res;
 }
+
+/* The receive as a ring operation: no try that says EAGAIN before the wait and no poll to re-arm
+ * after it (the kernel polls internally and completes the operation with the data, handed over
+ * with the VP's next look at its ring, where other threads' operations go too).  fd's ring_ops
+ * counts it while it is in flight, so that ursa_close cancels it (on every ring: the count does
+ * not say which); a cancelled receive returns -EBADF, as a readiness wait ended by ursa_close. */
+ssize_t ursa__io_uring_recv(int fd, struct msghdr *msg, int flags) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  struct engine *e = engine_of(vp);
+  struct fdent *fe = ursa__io_fdent(fd);
+  struct io_uring_sqe *sqe;
+  struct uop u;
+  bool smp = smp_now();
+  if (io_kind != URSA__IO_URING || fe == NULL) return -ENOSYS;
+  u.th = ursa_self();
+  u.res = -EIO;
+  /* seq_cst: pairs with ursa__io_fd_close's load after it has closed the number to new waits */
+  __atomic_add_fetch(&fe->ring_ops, 1u, __ATOMIC_SEQ_CST);
+  ursa__lock_if(smp, &e->sqlock);
+  sqe = ur_sqe(e);
+  if (msg->msg_iovlen == 1 && msg->msg_name == NULL && msg->msg_control == NULL)
+    io_uring_prep_recv(sqe, fd, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len, flags);
+  else
+    io_uring_prep_recvmsg(sqe, fd, msg, (unsigned)flags);
+  io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&u);
+  ursa__unlock_if(smp, &e->sqlock);
+  __atomic_add_fetch(&vp->io_nwait, 1u, __ATOMIC_SEQ_CST);   /* as in ursa__io_uring_op */
+  poller_ensure(e);
+  ursa__park(URSA__W_IO_FD, fe, NULL, 0);
+  __atomic_sub_fetch(&fe->ring_ops, 1u, __ATOMIC_SEQ_CST);
+  return u.res == -ECANCELED ? -EBADF : u.res;
+}
+
+/* ursa_close of fd with receives in flight: cancels them on every ring (fe->lock held). */
+static void ur_cancel_everywhere(int fd) {
+  bool smp = smp_now();
+  unsigned i;
+  for (i = 0; i < nengines; i++) {
+    struct engine *h = &engines[i];
+    struct io_uring_sqe *sqe;
+    if (!h->ring_ok) continue;
+    ursa__lock_if(smp, &h->sqlock);
+    sqe = ur_sqe(h);
+    io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+    io_uring_sqe_set_data64(sqe, UR_TAG_CANCEL);
+    io_uring_submit(&h->ring);          /* the receives queued before it go in first */
+    ursa__unlock_if(smp, &h->sqlock);
+  }
+}
 #else
+ssize_t ursa__io_uring_recv(int fd, struct msghdr *msg, int flags) {
+  URSA_UNUSED(fd); URSA_UNUSED(msg); URSA_UNUSED(flags);
+  return -ENOSYS;
+}
 ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_t off, const char *path, int flags,
                           unsigned mode) {
   URSA_UNUSED(op); URSA_UNUSED(fd); URSA_UNUSED(iov); URSA_UNUSED(cnt); URSA_UNUSED(off);
@@ -737,6 +791,9 @@ again:
     }
   }
   if (n == NULL) {                            /* all seen: forget the file */
+#if URSA_HAVE_URING
+    if (io_kind == URSA__IO_URING && __atomic_load_n(&fe->ring_ops, __ATOMIC_SEQ_CST) != 0) ur_cancel_everywhere(fd);
+#endif
     if (fe->registered && fe->home) {
 #if URSA_HAVE_URING
       if (io_kind == URSA__IO_URING) {               /* its polls hold the file: cancel them */
