@@ -208,6 +208,36 @@ static ssize_t write_all(int fd, const struct iovec *iov, int cnt, off_t off, ui
   return ret;
 }
 
+/* A send of everything on socket fd as ring operations (io_uring engine; each may be short):
+ * the count, the error when nothing was sent, or -ENOSYS (not io_uring: nothing was done). */
+static ssize_t ring_send_all(int fd, const struct iovec *iov, int cnt, int flags, const struct sockaddr *dst,
+                            socklen_t dlen) {
+  struct iovec vs[WRITE_IOV_STACK], *v = vs;
+  struct msghdr msg;
+  size_t total = 0, done = 0;
+  ssize_t r;
+  int i, c = cnt;
+  for (i = 0; i < cnt; i++) total += iov[i].iov_len;
+  if (cnt > WRITE_IOV_STACK && (v = malloc((size_t)cnt * sizeof *v)) == NULL) return -ENOSYS;
+  memcpy(v, iov, (size_t)cnt * sizeof *v);
+  struct iovec *vbase = v;
+  for (;;) {
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = v;
+    msg.msg_iovlen = (size_t)c;
+    msg.msg_name = (void *)(uintptr_t)dst;
+    msg.msg_namelen = dst ? dlen : 0;
+    r = ursa__io_uring_sock(fd, &msg, flags, true);
+    if (r < 0) { r = done ? (ssize_t)done : r; break; }
+    done += (size_t)r;
+    if (done >= total || r == 0) { r = (ssize_t)done; break; }
+    while (c > 0 && (size_t)r >= v->iov_len) { r -= (ssize_t)v->iov_len; v++; c--; }
+    if (c > 0) { v->iov_base = (char *)v->iov_base + r; v->iov_len -= (size_t)r; }
+  }
+  if (vbase != vs) free(vbase);
+  return r;
+}
+
 static ssize_t rw(int op, int fd, const struct iovec *iov, int cnt, off_t off, int clock, const struct timespec *abstime) {
   uint64_t dl;
   int m, err;
@@ -222,9 +252,13 @@ static ssize_t rw(int op, int fd, const struct iovec *iov, int cnt, off_t off, i
       memset(&msg, 0, sizeof msg);
       msg.msg_iov = (struct iovec *)(uintptr_t)iov;
       msg.msg_iovlen = (size_t)cnt;
-      if ((r = ursa__io_uring_recv(fd, &msg, 0)) != -ENOSYS) return r;
+      if ((r = ursa__io_uring_sock(fd, &msg, 0, false)) != -ENOSYS) return r;
     }
     IO_LOOP(fd, EPOLLIN, dl, off < 0 ? readv(fd, iov, cnt) : preadv(fd, iov, cnt, off))
+  }
+  if (m == FD_SOCK && dl == 0 && off < 0 && in_ursa()) {      /* io_uring: sends on the ring */
+    ssize_t r = ring_send_all(fd, iov, cnt, 0, NULL, 0);
+    if (r != -ENOSYS) return r;
   }
   return write_all(fd, iov, cnt, off, dl);
 }
@@ -287,7 +321,7 @@ ssize_t ursa_recvfrom_timed(int fd, void *buf, size_t n, int flags, struct socka
     msg.msg_iov = &v;
     msg.msg_iovlen = 1;
     if (src != NULL && len != NULL) { msg.msg_name = src; msg.msg_namelen = *len; }
-    if ((r = ursa__io_uring_recv(fd, &msg, flags)) != -ENOSYS) {
+    if ((r = ursa__io_uring_sock(fd, &msg, flags, false)) != -ENOSYS) {
       if (r >= 0 && src != NULL && len != NULL) *len = msg.msg_namelen;
       return r;
     }
@@ -308,6 +342,11 @@ ssize_t ursa_sendto_timed(int fd, const void *buf, size_t n, int flags, const st
   int err;
   size_t done = 0;
   if ((err = deadline_of(clock, abstime, &dl)) != 0) return err;
+  if (dl == 0 && !(flags & MSG_DONTWAIT) && in_ursa()) {   /* io_uring: sends on the ring */
+    struct iovec v = { (void *)(uintptr_t)buf, n };
+    ssize_t r = ring_send_all(fd, &v, 1, flags, dst, len);
+    if (r != -ENOSYS) return r;
+  }
   /* as a blocking send(2): everything, unless an error or the deadline comes first (then the
    * bytes sent so far); MSG_DONTWAIT from the caller: one try */
   for (;;) {

@@ -438,12 +438,13 @@ ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_
   return u.res;
 }
 
-/* The receive as a ring operation: no try that says EAGAIN before the wait and no poll to re-arm
- * after it (the kernel polls internally and completes the operation with the data, handed over
- * with the VP's next look at its ring, where other threads' operations go too).  fd's ring_ops
- * counts it while it is in flight, so that ursa_close cancels it (on every ring: the count does
- * not say which); a cancelled receive returns -EBADF, as a readiness wait ended by ursa_close. */
-ssize_t ursa__io_uring_recv(int fd, struct msghdr *msg, int flags) {
+/* A receive or a send on a socket as a ring operation: no try that says EAGAIN before the wait
+ * and no poll to re-arm after it (the kernel polls internally and completes the operation, handed
+ * over with the VP's next look at its ring, where the other threads' operations go too: a
+ * ping-pong between two threads of a VP costs one io_uring_enter per hop).  fd's ring_ops counts
+ * it while it is in flight, so that ursa_close cancels it (on every ring: the count does not say
+ * which); a cancelled operation returns -EBADF, as a readiness wait ended by ursa_close. */
+ssize_t ursa__io_uring_sock(int fd, struct msghdr *msg, int flags, bool send) {
   struct ursa__vp *vp = ursa__tls_vp;
   struct engine *e = engine_of(vp);
   struct fdent *fe = ursa__io_fdent(fd);
@@ -457,10 +458,13 @@ ssize_t ursa__io_uring_recv(int fd, struct msghdr *msg, int flags) {
   __atomic_add_fetch(&fe->ring_ops, 1u, __ATOMIC_SEQ_CST);
   ursa__lock_if(smp, &e->sqlock);
   sqe = ur_sqe(e);
-  if (msg->msg_iovlen == 1 && msg->msg_name == NULL && msg->msg_control == NULL)
-    io_uring_prep_recv(sqe, fd, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len, flags);
-  else
-    io_uring_prep_recvmsg(sqe, fd, msg, (unsigned)flags);
+  if (msg->msg_iovlen == 1 && msg->msg_name == NULL && msg->msg_control == NULL) {
+    if (send) io_uring_prep_send(sqe, fd, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len, flags);
+    else      io_uring_prep_recv(sqe, fd, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len, flags);
+  } else {
+    if (send) io_uring_prep_sendmsg(sqe, fd, msg, (unsigned)flags);
+    else      io_uring_prep_recvmsg(sqe, fd, msg, (unsigned)flags);
+  }
   io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&u);
   ursa__unlock_if(smp, &e->sqlock);
   __atomic_add_fetch(&vp->io_nwait, 1u, __ATOMIC_SEQ_CST);   /* as in ursa__io_uring_op */
@@ -487,8 +491,8 @@ static void ur_cancel_everywhere(int fd) {
   }
 }
 #else
-ssize_t ursa__io_uring_recv(int fd, struct msghdr *msg, int flags) {
-  URSA_UNUSED(fd); URSA_UNUSED(msg); URSA_UNUSED(flags);
+ssize_t ursa__io_uring_sock(int fd, struct msghdr *msg, int flags, bool send) {
+  URSA_UNUSED(fd); URSA_UNUSED(msg); URSA_UNUSED(flags); URSA_UNUSED(send);
   return -ENOSYS;
 }
 ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_t off, const char *path, int flags,

@@ -42,10 +42,11 @@ URSA_HIDDEN int  ursa__io_fd_wait_many(const int *fds, const uint32_t *events, u
 URSA_HIDDEN int  ursa__io_fd_close(int fd);
 URSA_HIDDEN void ursa__io_fd_new(int fd, uint8_t mode);
 URSA_HIDDEN int  ursa__io_offload(void *(*fn)(void *), void *arg, void **result);
-/* A receive on socket fd as an operation of the VP's ring (io_uring engine): msg as recvmsg's.
- * >= 0, -errno, -EBADF when ursa_close ended it, -ENOSYS under epoll or beyond the table. */
+/* A receive or a send (one, which may be short) on socket fd as an operation of the VP's ring
+ * (io_uring engine): msg as recvmsg's / sendmsg's.  >= 0, -errno, -EBADF when ursa_close ended
+ * it, -ENOSYS under epoll or beyond the table. */
 struct msghdr;
-URSA_HIDDEN ssize_t ursa__io_uring_recv(int fd, struct msghdr *msg, int flags);
+URSA_HIDDEN ssize_t ursa__io_uring_sock(int fd, struct msghdr *msg, int flags, bool send);
 /* A file operation on the VP's ring (io_uring engine), or -ENOSYS under epoll. */
 enum { URSA__OP_READV, URSA__OP_WRITEV, URSA__OP_FSYNC, URSA__OP_OPENAT };
 URSA_HIDDEN ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_t off, const char *path,
