@@ -20,8 +20,8 @@ competes for its core, which is the honest question on a 2-CPU machine.
 Rounds: the servers are measured in interleaved rounds (every server once per round, the order
 kept), and each figure is the median over the rounds (default 1 round of 3 s per point; --full:
 3 rounds of 5 s; --quick: 1 round of 1 s; a 10,000-connection point runs at least 4 s, since wrk
-takes about a second to open its connections).  The idle connections are measured first, on the
-freshly started server.  A server that cannot be run (wrk, Go or nginx
+takes about a second to open its connections).  The idle connections are measured on the server
+started afresh after its points (its RSS then holds nothing of the load).  A server that cannot be run (wrk, Go or nginx
 missing, the build without httpd) is reported missing with the reason and the phase goes on.
 
   python3 bench/load_suite.py --build build-release --json results/load-RUN.json [--full|--quick]
@@ -323,11 +323,6 @@ def main():
                     s.stop()
                     continue
                 try:
-                    if rnd == 0 and IDLE + 100 <= nofile:        # first, on the fresh server
-                        idle[s.name] = idle_conns(s, IDLE)
-                        i = idle[s.name]
-                        say(f"{s.name:8} {IDLE} idle connections: {i['kib_per_conn']:.2f} KiB each "
-                            f"(RSS {i['rss_before_kib'] / 1024:.1f} -> {i['rss_after_kib'] / 1024:.1f} MiB)")
                     for c in conns:
                         # 10,000 connections take wrk about a second to open: their points run longer
                         r = run_wrk(s, c, secs if c <= 1000 else max(secs, 4))
@@ -338,6 +333,18 @@ def main():
                                if r["rps"] is not None else r["error"]))
                 finally:
                     s.stop()
+                if rnd == 0 and IDLE + 100 <= nofile:            # on a server started afresh
+                    try:
+                        s.start(free_port())
+                        idle[s.name] = idle_conns(s, IDLE)
+                        i = idle[s.name]
+                        say(f"{s.name:8} {IDLE} idle connections: {i['kib_per_conn']:.2f} KiB each "
+                            f"(RSS {i['rss_before_kib'] / 1024:.1f} -> {i['rss_after_kib'] / 1024:.1f} MiB)")
+                    except (RuntimeError, OSError) as e:
+                        doc["errors"].append(f"{s.name} idle connections: {e}")
+                        say(f"{s.name}: idle connections FAILED: {e}")
+                    finally:
+                        s.stop()
     finally:
         for s in live:
             s.stop()
