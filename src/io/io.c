@@ -166,7 +166,12 @@ struct fdent *ursa__io_fdent(int fd) {
 
 /* ---- waiting nodes and records ---------------------------------------------------------------- */
 
+/* What a struct ursa__io_cancel's slot holds (the first byte of either record). */
+enum { REC_WAIT = 0,         /* a struct iorec: a readiness wait                                 */
+       REC_RING = 1 };       /* a struct uop: an operation on a ring                              */
+
 struct iorec {
+  uint8_t         rkind;     /* REC_WAIT (memset)                                                */
   ursa__spin_t    lock;      /* park's lock: a claim waits until the thread is BLOCKED          */
   uint8_t         parked;    /* the thread is (going) into ursa__park: a claim must unpark it   */
   uint8_t         done;      /* claimed: res holds the outcome, nobody else may wake the thread */
@@ -337,8 +342,11 @@ static void drain_done(struct engine *e) {
 #if URSA_HAVE_URING
 /* A file operation on the ring (ursa__io_uring_op): its thread waits for the completion. */
 struct uop {
-  ursa_thread_t th;
-  int           res;
+  uint8_t        rkind;       /* REC_RING                                                         */
+  uint8_t        canceled;    /* ursa__io_wait_end asked the ring to cancel it (atomic)            */
+  ursa_thread_t  th;
+  int            res;
+  struct engine *e;           /* the ring it is on                                                 */
 };
 
 static void ur_arm_eventfd(struct engine *e) {     /* e->sqlock held (several VPs) */
@@ -416,8 +424,11 @@ ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_
   struct uop u;
   bool smp = smp_now();
   if (io_kind != URSA__IO_URING) return -ENOSYS;
+  memset(&u, 0, sizeof u);
+  u.rkind = REC_RING;
   u.th = ursa_self();
   u.res = -EIO;
+  u.e = e;
   ursa__lock_if(smp, &e->sqlock);
   sqe = ur_sqe(e);
   switch (op) {
@@ -444,7 +455,7 @@ ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_
  * ping-pong between two threads of a VP costs one io_uring_enter per hop).  fd's ring_ops counts
  * it while it is in flight, so that ursa_close cancels it (on every ring: the count does not say
  * which); a cancelled operation returns -EBADF, as a readiness wait ended by ursa_close. */
-ssize_t ursa__io_uring_sock(int fd, struct msghdr *msg, int flags, bool send) {
+static ssize_t sock_op(int fd, struct msghdr *msg, int flags, bool send, const struct ursa__io_cancel *c) {
   struct ursa__vp *vp = ursa__tls_vp;
   struct engine *e = engine_of(vp);
   struct fdent *fe = ursa__io_fdent(fd);
@@ -452,8 +463,25 @@ ssize_t ursa__io_uring_sock(int fd, struct msghdr *msg, int flags, bool send) {
   struct uop u;
   bool smp = smp_now();
   if (io_kind != URSA__IO_URING || fe == NULL) return -ENOSYS;
+  memset(&u, 0, sizeof u);
+  u.rkind = REC_RING;
   u.th = ursa_self();
   u.res = -EIO;
+  u.e = e;
+  if (c != NULL) {                     /* a canceller finds u from now on (src/io/waiter.h) */
+    bool stop;
+    ursa__lock_if(smp, c->lock);
+    *c->slot = &u;
+    ursa__unlock_if(smp, c->lock);
+    /* seq_cst: pairs with the canceller's store of the flag before it looks at the slot */
+    stop = __atomic_load_n(c->flag, __ATOMIC_SEQ_CST) != 0;
+    if (stop) {
+      ursa__lock_if(smp, c->lock);
+      *c->slot = NULL;
+      ursa__unlock_if(smp, c->lock);
+      return -ECANCELED;
+    }
+  }
   /* seq_cst: pairs with ursa__io_fd_close's load after it has closed the number to new waits */
   __atomic_add_fetch(&fe->ring_ops, 1u, __ATOMIC_SEQ_CST);
   ursa__lock_if(smp, &e->sqlock);
@@ -474,7 +502,41 @@ ssize_t ursa__io_uring_sock(int fd, struct msghdr *msg, int flags, bool send) {
   poller_ensure(e);
   ursa__park(URSA__W_IO_FD, fe, NULL, 0);
   __atomic_sub_fetch(&fe->ring_ops, 1u, __ATOMIC_SEQ_CST);
-  return u.res == -ECANCELED ? -EBADF : u.res;
+  if (c != NULL) {                     /* no canceller touches u after this */
+    ursa__lock_if(smp, c->lock);
+    *c->slot = NULL;
+    ursa__unlock_if(smp, c->lock);
+  }
+  /* -ECANCELED: ursa__io_wait_end's cancel (acquire: pairs with its release store), else
+   * ursa_close's; a cancel that came after the operation finished leaves its result */
+  if (u.res == -ECANCELED) return __atomic_load_n(&u.canceled, __ATOMIC_ACQUIRE) ? -ECANCELED : -EBADF;
+  return u.res;
+}
+
+ssize_t ursa__io_uring_sock(int fd, struct msghdr *msg, int flags, bool send) {
+  return sock_op(fd, msg, flags, send, NULL);
+}
+
+ssize_t ursa__io_sock_op(int fd, struct msghdr *msg, int flags, bool send, const struct ursa__io_cancel *c) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  if (vp == NULL || vp->io == NULL) return -ENOSYS;
+  return sock_op(fd, msg, flags, send, c);
+}
+
+/* ursa__io_wait_end of a ring operation: asks its ring to cancel it (the canceller holds the
+ * waiter's lock, so u is alive); the operation then completes, cancelled or with its result, and
+ * its VP unparks the thread as for any completion. */
+static bool ur_cancel_op(struct uop *u) {
+  bool smp = smp_now();
+  struct io_uring_sqe *sqe;
+  __atomic_store_n(&u->canceled, 1, __ATOMIC_RELEASE);   /* release: pairs with sock_op's load */
+  ursa__lock_if(smp, &u->e->sqlock);
+  sqe = ur_sqe(u->e);
+  io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)u, 0);
+  io_uring_sqe_set_data64(sqe, UR_TAG_CANCEL);
+  if (u->e->vp != ursa__tls_vp) io_uring_submit(&u->e->ring);   /* else with the next look */
+  ursa__unlock_if(smp, &u->e->sqlock);
+  return true;
 }
 
 /* ursa_close of fd with receives in flight: cancels them on every ring (fe->lock held). */
@@ -496,6 +558,10 @@ static void ur_cancel_everywhere(int fd) {
 #else
 ssize_t ursa__io_uring_sock(int fd, struct msghdr *msg, int flags, bool send) {
   URSA_UNUSED(fd); URSA_UNUSED(msg); URSA_UNUSED(flags); URSA_UNUSED(send);
+  return -ENOSYS;
+}
+ssize_t ursa__io_sock_op(int fd, struct msghdr *msg, int flags, bool send, const struct ursa__io_cancel *c) {
+  URSA_UNUSED(fd); URSA_UNUSED(msg); URSA_UNUSED(flags); URSA_UNUSED(send); URSA_UNUSED(c);
   return -ENOSYS;
 }
 ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_t off, const char *path, int flags,
@@ -760,6 +826,9 @@ int ursa__io_wait(const int *fds, const uint32_t *events, unsigned n, struct urs
 bool ursa__io_wait_end(void *rec, int res) {
   struct iorec *r = rec;
   bool unpark = false;
+#if URSA_HAVE_URING
+  if (*(const uint8_t *)rec == REC_RING) return ur_cancel_op(rec);
+#endif
   if (!rec_claim(r, res, smp_now(), &unpark)) return false;
   if (unpark) ursa__unpark(r->th, 0);
   return true;

@@ -19,6 +19,7 @@
 #include "../sched/waiter.h"
 
 #include <stdint.h>
+#include <sys/types.h>
 
 struct ursa__io_cancel {
   ursa__spin_t *lock;      /* taken by the waiter (to publish) and by the canceller           */
@@ -39,8 +40,18 @@ struct ursa__io_node { void *w[5]; };
 URSA__WAITER_API int ursa__io_wait(const int *fds, const uint32_t *events, unsigned n,
                                    struct ursa__io_node *nodes, uint64_t deadline,
                                    const struct ursa__io_cancel *c);
+/* A receive or a send (one, which may be short, as recv / send) on socket fd as an operation of
+ * the calling thread's VP's ring (io_uring engine; the descriptor's O_NONBLOCK is not looked at:
+ * the caller decides), msg as recvmsg's / sendmsg's, ended by c (may be NULL) as ursa__io_wait:
+ * -ECANCELED.  >= 0, -errno, -EBADF (ended by ursa_close), -ENOSYS (the engine is not io_uring,
+ * the caller is not an ursa thread, fd beyond the table). */
+struct msghdr;
+URSA__WAITER_API ssize_t ursa__io_sock_op(int fd, struct msghdr *msg, int flags, bool send,
+                                          const struct ursa__io_cancel *c);
 /* Ends the wait whose record rec a canceller found in its slot (its lock held) with res: false
- * when something else (readiness, ursa_close, the deadline) ended it first. */
+ * when something else (readiness, ursa_close, the deadline) ended it first.  A ring operation
+ * (ursa__io_sock_op) is asked to stop instead: it ends with -ECANCELED, or with its result when
+ * that came first (res is not used then). */
 URSA__WAITER_API bool ursa__io_wait_end(void *rec, int res);
 
 #endif /* URSA_IO_WAITER_H */

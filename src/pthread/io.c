@@ -3,7 +3,10 @@
  * #18 item 4): read, write, readv, writev, recv, send, recvfrom, sendto, recvmsg, sendmsg,
  * accept, accept4, connect, poll, ppoll, select, pselect, epoll_wait, epoll_pwait, and close.
  *
- * Shape.  An ursa thread's call first makes its system call without blocking, never touching the
+ * Shape.  With the io_uring engine, a blocking socket's read, write, recv or send (no address, no
+ * SO_RCVTIMEO / SO_SNDTIMEO set here) is one operation on the VP's ring (ursa__io_sock_op): the
+ * kernel completes it when the data or the room is there.  Otherwise an ursa thread's call first
+ * makes its system call without blocking, never touching the
  * descriptor's flags where it can help it: a socket gets MSG_DONTWAIT (read and write on a socket
  * are recv and send), a pipe or FIFO preadv2 / pwritev2 with RWF_NOWAIT (Linux 5.8 and later; a
  * descriptor that refuses it, a terminal say, is asked with poll(2) first and then read as the
@@ -148,6 +151,7 @@ struct xfer {
   struct iovec *iov;
   int cnt;
   struct msghdr *msg;           /* recvmsg / sendmsg / recvfrom / sendto: the program's header */
+  int ring;                     /* no address and no control data: an io_uring operation may do */
 };
 
 /* One try without blocking (or, block != 0, the program's own blocking call). */
@@ -177,6 +181,44 @@ static void advance(struct xfer *x, size_t n) {
   if (x->cnt > 0) { x->iov->iov_base = (char *)x->iov->iov_base + n; x->iov->iov_len -= n; }
 }
 
+#define RING_NO ((ssize_t)-2)     /* ring_xfer: not done on the ring, use the loop */
+
+/* A socket's transfer as operations on the VP's ring (io_uring: src/io/waiter.h's
+ * ursa__io_sock_op): no try that says EAGAIN, no readiness to wait for and try again; the kernel
+ * completes the receive or the send, collected with the VP's next look at its ring.  Not for a
+ * descriptor the program made non-blocking (the ring would wait), nor with SO_RCVTIMEO /
+ * SO_SNDTIMEO set here (the loop has the deadline).  The count, -1 with errno, or RING_NO. */
+static int ring_engine = -1;      /* the engine is io_uring: 1, not: 0, not known yet: -1 (relaxed) */
+
+static ssize_t ring_xfer(struct upt_thread *me, struct xfer *x, size_t total) {
+  struct ursa__io_cancel c = { &me->lock, &me->io_wait, &me->cancel_pending };
+  size_t done = 0;
+  int ring = __atomic_load_n(&ring_engine, __ATOMIC_RELAXED);
+  if (ring < 0) {                   /* fixed by ursa_init, before the program's main */
+    ring = strcmp(ursa_io_engine(), "io_uring") == 0;
+    __atomic_store_n(&ring_engine, ring, __ATOMIC_RELAXED);
+  }
+  if (!ring || user_nonblock(x->fd)) return RING_NO;
+  for (;;) {
+    struct msghdr m;
+    ssize_t r;
+    memset(&m, 0, sizeof m);
+    m.msg_iov = x->iov;
+    m.msg_iovlen = (size_t)x->cnt;
+    r = ursa__io_sock_op(x->fd, &m, x->flags, x->out != 0, me->cancel_state == PTHREAD_CANCEL_ENABLE ? &c : NULL);
+    if (r == -ECANCELED) upt_cancel_now(me);
+    if (r < 0) {
+      if (done) return (ssize_t)done;
+      if (r == -ENOSYS || r == -ENOTSOCK) return RING_NO;   /* no ring; a stale kind: the loop */
+      return upt_errno((int)-r);
+    }
+    if (!x->out) return r;
+    done += (size_t)r;
+    if (done >= total || r == 0) return (ssize_t)done;
+    advance(x, (size_t)r);
+  }
+}
+
 /* A read or write as the blocking system call does it, blocking only me.  x->iov is the caller's
  * copy for a write (advanced after a short write).  Returns the count or -1 with errno. */
 static ssize_t xfer_run(struct upt_thread *me, struct xfer *x) {
@@ -185,6 +227,10 @@ static ssize_t xfer_run(struct upt_thread *me, struct xfer *x) {
   int i, timed = 0;
   upt_testcancel(me);
   for (i = 0; i < x->cnt; i++) total += x->iov[i].iov_len;
+  if (x->ring && (x->k & K_MASK) == K_SOCK && !(x->k & (x->out ? K_SNDTIMEO : K_RCVTIMEO))) {
+    ssize_t r = ring_xfer(me, x, total);
+    if (r != RING_NO) return r;
+  }
   for (;;) {
     ssize_t r;
     int e, w;
@@ -245,7 +291,7 @@ static struct iovec *iov_copy(const struct iovec *iov, int cnt, struct iovec *st
 
 static ssize_t rw1(struct upt_thread *me, int fd, void *buf, size_t n, int out) {
   struct iovec v = { buf, n };
-  struct xfer x = { fd, kind_of(fd), out, 0, &v, 1, NULL };
+  struct xfer x = { fd, kind_of(fd), out, 0, &v, 1, NULL, 1 };
   return xfer_run(me, &x);
 }
 
@@ -268,7 +314,7 @@ static ssize_t rwv(struct upt_thread *me, int fd, const struct iovec *iov, int c
   if (cnt < 0 || cnt > IOV_MAX) return upt_errno(EINVAL);
   if ((v = iov_copy(iov, cnt, vs)) == NULL) return upt_errno(ENOMEM);
   memset(&x, 0, sizeof x);
-  x.fd = fd; x.k = kind_of(fd); x.out = out; x.iov = v; x.cnt = cnt;
+  x.fd = fd; x.k = kind_of(fd); x.out = out; x.iov = v; x.cnt = cnt; x.ring = 1;
   r = xfer_run(me, &x);
   if (v != vs) free(v);
   return r;
@@ -301,6 +347,7 @@ static ssize_t recv_common(struct upt_thread *me, int fd, void *buf, size_t n, i
   m.msg_namelen = src && len ? *len : 0;
   memset(&x, 0, sizeof x);
   x.fd = fd; x.k = kind_of(fd); x.flags = flags & ~MSG_WAITALL; x.iov = &v; x.cnt = 1; x.msg = &m;
+  x.ring = src == NULL;
   if ((x.k & K_MASK) != K_SOCK) {                        /* ENOTSOCK, EBADF: as the call says */
     upt_testcancel(me);
     return REAL(recvfrom)(fd, buf, n, flags, src, len);
@@ -340,6 +387,7 @@ static ssize_t send_common(struct upt_thread *me, int fd, const void *buf, size_
   m.msg_namelen = dst ? len : 0;
   memset(&x, 0, sizeof x);
   x.fd = fd; x.k = kind_of(fd); x.out = 1; x.flags = flags; x.iov = &v; x.cnt = 1; x.msg = &m;
+  x.ring = dst == NULL;
   if ((x.k & K_MASK) != K_SOCK) {
     upt_testcancel(me);
     return REAL(sendto)(fd, buf, n, flags, dst, len);

@@ -1018,10 +1018,35 @@ static void *io_cancel_poll(void *a) {
   pthread_cleanup_pop(0);
   return a;
 }
+static int io_cancel_sv[2];
+static void *io_cancel_recv(void *a) {
+  char c;
+  pthread_cleanup_push(io_clean, (void *)0);
+  io_reading = 1;
+  (void)recv(io_cancel_sv[0], &c, 1, 0);
+  CHECK(0);
+  pthread_cleanup_pop(0);
+  return a;
+}
 static void case_io_cancel(void) {
   pthread_t t;
   int port, ls = tcp_listen(&port);
   char c;
+  /* a socket's receive (with io_uring, an operation on the ring, which the cancel stops) */
+  CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, io_cancel_sv), 0);
+  t = spawn(io_cancel_recv, NULL);
+  while (!io_reading) sched_yield();
+  for (int i = 0; i < 3; i++) sched_yield();
+  CHECK_EQ(pthread_cancel(t), 0);
+  CHECK(join(t) == PTHREAD_CANCELED);
+  CHECK_EQ(io_cleaned[0], 1);
+  io_cleaned[0] = 0;
+  io_reading = 0;
+  CHECK_EQ(send(io_cancel_sv[1], "s", 1, 0), 1);        /* the cancelled receive took nothing */
+  CHECK_EQ(recv(io_cancel_sv[0], &c, 1, 0), 1);
+  CHECK_EQ(c, 's');
+  CHECK_EQ(close(io_cancel_sv[0]), 0);
+  CHECK_EQ(close(io_cancel_sv[1]), 0);
   CHECK_EQ(pipe(io_pipe), 0);
   t = spawn(io_cancel_read, NULL);
   while (!io_reading) sched_yield();
