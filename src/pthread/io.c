@@ -723,7 +723,7 @@ UPT_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeo
 UPT_EXPORT int close(int fd) {
   int r;
   IO_ENTER(me);
-  if (me == NULL) return REAL(close)(fd);
+  if (me == NULL) { kind_set(fd, K_UNKNOWN); return REAL(close)(fd); }
   upt_testcancel(me);
   kind_set(fd, K_UNKNOWN);
   r = ursa_close(fd);                  /* its waiters get EBADF; the engine forgets fd */
