@@ -299,7 +299,8 @@ def main():
         say(doc["errors"][-1])
     doc["conns"] = conns
     try:
-        doc["wrk"] = subprocess.run(["wrk", "--version"], capture_output=True, text=True).stdout.split("\n")[0].strip()
+        doc["wrk"] = subprocess.run(["wrk", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+        doc["wrk"] = doc["wrk"].split(" Copyright")[0].strip()
     except OSError:
         doc["wrk"] = "?"
     tmp = tempfile.mkdtemp(prefix="ursa-load-")
