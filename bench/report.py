@@ -1109,6 +1109,20 @@ def build_report(a, micro, models, apps, errors, plots, plots_why, t0, sm):
         L.append(drop_section(md, "### Findings of the papers, checked here"))
     else:
         L.append(f"Not measured: {errors.get('apps') or 'no Markdown in its JSON'}.")
+    if a.load:
+        L.append("\n## HTTP load: ursa's httpd, Go net/http and nginx under wrk (issue #18)\n")
+        ld, why = load(a.load)
+        if ld and ld.get("markdown"):
+            L.append(ld["markdown"])
+            if ld.get("plot") and os.path.exists(ld["plot"]):
+                rel = os.path.relpath(os.path.abspath(ld["plot"]), os.path.dirname(os.path.abspath(a.out)))
+                L.append(f"![HTTP load]({rel})\n")
+            elif ld.get("plot_why"):
+                L.append(f"**plot missing: {ld['plot_why']}**\n")
+        elif ld and ld.get("missing", {}).get("wrk"):
+            L.append(f"Not measured: {ld['missing']['wrk']}.")
+        else:
+            L.append(f"Not measured: {why or 'no Markdown in its JSON'}.")
     L.append(f"\n## Micro-benchmarks, peers and SMP (issues #2, #3)\n")
     if micro.doc.get("markdown"):
         md = demote(micro.doc["markdown"], 1)
@@ -1129,6 +1143,7 @@ def main():
     ap.add_argument("--micro", help="the JSON of bench/run.py (micro-benchmarks, peers, SMP section)")
     ap.add_argument("--models", help="the JSON of bench/models_suite.py")
     ap.add_argument("--apps", help="the JSON of bench/apps_suite.py")
+    ap.add_argument("--load", help="the JSON of bench/load_suite.py (HTTP load phase)")
     ap.add_argument("--scaling", help="the JSON of bench/count_shared_writes.py (optional)")
     ap.add_argument("--dist", help="the JSON of bench/dist_suite.py (optional)")
     ap.add_argument("--run", default="", help="the run's id (make bench's UTC stamp)")

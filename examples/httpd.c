@@ -45,7 +45,7 @@ static int wants_close(const char *h, size_t len) {
 /* One connection: requests in, responses out, until the client closes or asks to. */
 static void *serve(void *arg) {
   int fd = (int)(intptr_t)arg;
-  char buf[4096];
+  char buf[2048];                                      /* a request head (nginx: 1 KiB) */
   size_t have = 0;
   for (;;) {
     char *end = memmem(buf, have, "\r\n\r\n", 4);

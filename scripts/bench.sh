@@ -5,7 +5,7 @@
 # bench: no size flag to the suites) or "full" (FULL=1: --full to every suite).  The suites'
 # third size, "quick" (--quick), is a smoke run by hand that make bench never uses.
 #
-# Five phases, each announced as "== make bench [k/5] ... ==" with the time elapsed and left; the
+# Six phases, each announced as "== make bench [k/6] ... ==" with the time elapsed and left; the
 # suites show their own progress.  Every suite's JSON is named after this run (its UTC start), so
 # that bench/report.py combines exactly this run's files into results/REPORT.md and
 # results/plots/ (with .venv/bin/python, which has matplotlib, when scripts/setup.sh could make
@@ -21,12 +21,12 @@ run=$(date -u +%Y%m%dT%H%M%SZ)
 if [ -n "${FULL:-}" ]; then mode=full; else mode=default; fi
 rc=0 st= times= t=$start k=0
 
-phase() { k=$1; python3 bench/suite_common.py phase "$1" 5 "$2" --start "$start" --mode "$mode"; t=$(date +%s); }
+phase() { k=$1; python3 bench/suite_common.py phase "$1" 6 "$2" --start "$start" --mode "$mode"; t=$(date +%s); }
 took() { times="$times${times:+,}$1=$(( $(date +%s) - t ))"; }
 suite() {                              # suite NAME COMMAND...
   local name=$1 r
   shift
-  BENCH_PHASE="bench $k/5 |" "$@"
+  BENCH_PHASE="bench $k/6 |" "$@"
   r=$?
   st="$st${st:+,}$name=$r"
   took "$name"
@@ -45,7 +45,7 @@ mkdir -p results
 phase 2 "micro-benchmarks, peers, SMP (bench/run.py)"
 if [ "$mode" = full ]; then suite micro python3 bench/run.py --build build-release --json "results/micro-$run.json" --runs 10
 else suite micro python3 bench/run.py --build build-release --json "results/micro-$run.json"; fi
-echo "bench 2/5 | scaling counters at 2, 4, 8, 16 VPs under callgrind (bench/count_shared_writes.py)" >&2
+echo "bench 2/6 | scaling counters at 2, 4, 8, 16 VPs under callgrind (bench/count_shared_writes.py)" >&2
 suite scaling python3 bench/count_shared_writes.py --build build-release --json "results/scaling-$run.json" >/dev/null
 
 phase 3 "execution models, Tables I-IV (bench/models_suite.py)"
@@ -59,14 +59,24 @@ else suite apps python3 bench/apps_suite.py --build build-release --json "result
 if [ -x build-release/bench/dist_latency ]; then suite dist python3 bench/dist_suite.py --build build-release --runs 3 --json "results/dist-$run.json"
 else echo "make bench: build-release has no MPI layer (no MPI found): the distributed figures are skipped"; fi
 
-phase 5 "report (bench/report.py)"
+# the Python that has matplotlib (scripts/setup.sh's .venv), for the plots of phases 5 and 6
 py=python3
 .venv/bin/python -c 'import matplotlib' >/dev/null 2>&1 && py=.venv/bin/python
+
+phase 5 "HTTP load: httpd, Go, nginx under wrk (bench/load_suite.py)"
+# ulimit -n: 10,000 connections need 10,000 descriptors in the server and in wrk
+ulimit -n "$(ulimit -Hn)" 2>/dev/null
+mkdir -p results/plots
+if [ "$mode" = full ]; then suite load $py bench/load_suite.py --build build-release --json "results/load-$run.json" --plot results/plots/http-load.png --full
+else suite load $py bench/load_suite.py --build build-release --json "results/load-$run.json" --plot results/plots/http-load.png; fi
+
+phase 6 "report (bench/report.py)"
 command="make bench"; [ "$mode" = full ] && command="make bench FULL=$FULL"
 $py bench/report.py --run "$run" --mode "$mode" --command "$command" \
   --started "$start" --status "$st" --phase-times "$times" --build build-release \
   --micro "results/micro-$run.json" --models "results/models-$run.json" --apps "results/apps-$run.json" \
-  --scaling "results/scaling-$run.json" $( [ -x build-release/bench/dist_latency ] && echo --dist "results/dist-$run.json" )
+  --load "results/load-$run.json" --scaling "results/scaling-$run.json" \
+  $( [ -x build-release/bench/dist_latency ] && echo --dist "results/dist-$run.json" )
 r=$?
 # report.py: 0 = written, every answer verified; 3 = written, something failed verification (its
 # summary, just above, says what); else it could not write the report.

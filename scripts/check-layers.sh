@@ -12,7 +12,7 @@
 #   4. fewer objects than folders were given (a check that saw nothing would pass vacuously);
 #   5. an object of an optional layer (OPTIONAL below: it uses only the public API and the waiter
 #      interface) references an ursa__ symbol that is neither its own, nor declared in the waiter
-#      interface (URSA__WAITER_API in src/sched/waiter.h and src/sync/waiter.h), nor one of the
+#      interface (URSA__WAITER_API in src/sched/waiter.h, src/sync/waiter.h, src/io/waiter.h), nor one of the
 #      out-of-line helpers of core/base.h's vocabulary (BASE_OUTOFLINE below).
 # scripts/check-layers.sh --self-test NM OBJECT... plants an upward call, a new public ursa__
 # name and an optional layer's use of an internal, and checks that each makes the check fail (run
@@ -48,7 +48,7 @@ check() {   # check INCLUDE-DIR OBJECT...: prints each violation, returns 1 if a
   local inc=$1; shift
   local bad=0 o f s r d u n=0 api
   declare -A def
-  api=" $(grep -ohE 'URSA__WAITER_API[^(]*\b(ursa__[A-Za-z0-9_]+)\(' "$root"/src/sched/waiter.h "$root"/src/sync/waiter.h |
+  api=" $(grep -ohE 'URSA__WAITER_API[^(]*\b(ursa__[A-Za-z0-9_]+)\(' "$root"/src/sched/waiter.h "$root"/src/sync/waiter.h "$root"/src/io/waiter.h |
            grep -oE 'ursa__[A-Za-z0-9_]+\($' | tr -d '(' | tr '\n' ' ') "
   case "$api" in *" ursa__park "*) ;; *) echo "layering: the waiter interface's declarations were not found"; return 1 ;; esac
   for o in "$@"; do

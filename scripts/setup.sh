@@ -3,7 +3,7 @@
 # `make posix-suite` needs on Debian, idempotently and quietly: only missing packages are
 # installed, and apt's index is refreshed only when something is missing.  Says clearly what
 # cannot be had.
-# bench: the peers (Boost.Context, GNU Pth, Go) are optional: one that cannot be installed makes
+# bench: the peers (Boost.Context, GNU Pth, Go, nginx) and wrk are optional: one that cannot be installed makes
 # configure skip it and bench/run.py report it as "missing (<reason>)".  Go comes from golang-go
 # only when no `go` is on PATH already (a newer toolchain installed by hand is used as it is).
 # bench also makes the Python virtual environment .venv/ at the repository root with matplotlib
@@ -19,13 +19,13 @@ need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
   test)  need+=(binutils g++ valgrind clang libclang-rt-14-dev gdb spin libunwind-dev liburing-dev mpich libmpich-dev) ;;  # nm: symbols; g++: the pthread layer's C++ test; spin: model/; libunwind: dump backtraces; liburing: the io_uring engine; mpich: the MPI layer (src/dist/)
   posix-suite) need+=(binutils curl) ;;   # nm: which tests have a main; curl: the suite's tarball
-  bench) need+=(g++ libboost-context-dev libboost-fiber-dev libpth-dev liburing-dev mpich libmpich-dev)
+  bench) need+=(g++ libboost-context-dev libboost-fiber-dev libpth-dev liburing-dev mpich libmpich-dev wrk nginx-light)  # wrk, nginx: the load phase
          command -v go >/dev/null 2>&1 || need+=(golang-go)
          # venv + ensurepip: in python3-venv on Debian's python3, built in elsewhere (pyenv, say)
          python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv) ;;
   *) echo "usage: $0 test|bench|posix-suite" >&2; exit 2 ;;
 esac
-optional=(libboost-context-dev libboost-fiber-dev libpth-dev golang-go spin python3-venv libunwind-dev liburing-dev mpich libmpich-dev)  # peers: the report says "missing";
+optional=(libboost-context-dev libboost-fiber-dev libpth-dev golang-go spin python3-venv libunwind-dev liburing-dev mpich libmpich-dev wrk nginx-light)  # peers: the report says "missing";
                                           # liburing-dev: without it ursa builds with the epoll engine only (CMake says so);
                                           # spin: the model check skips; python3-venv: no plots
 
@@ -91,6 +91,8 @@ if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/
         libunwind-dev) echo "ursa setup: could not install libunwind-dev: ursa_dump prints no backtraces" >&2 ;;
         mpich|libmpich-dev) echo "ursa setup: could not install $p: ursa builds without its MPI layer (libursa-dist), whose tests and benchmarks do not run" >&2 ;;
         python3-venv) echo "ursa setup: could not install python3-venv: the bench report will have no plots" >&2 ;;
+        wrk) echo "ursa setup: could not install wrk: the load phase of make bench is not run (reported missing)" >&2 ;;
+        nginx-light) echo "ursa setup: could not install nginx-light: the load phase reports nginx as missing" >&2 ;;
         *)    echo "ursa setup: could not install $p: the benchmarks that need it will show as missing" >&2 ;;
       esac
     else

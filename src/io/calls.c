@@ -73,8 +73,8 @@ static int wait_fd(int fd, uint32_t events, uint64_t dl) {
   }
 }
 
-/* What fd is (FD_NB after making it non-blocking, FD_FILE), cached in its entry; -errno when fd
- * is not open.  FD_NB as well beyond the table (no cache then). */
+/* What fd is (FD_NB or FD_SOCK after making it non-blocking, FD_FILE), cached in its entry;
+ * -errno when fd is not open.  Beyond the table: the same, not cached. */
 static int fd_prepare(int fd) {
   struct fdent *fe = ursa__io_fdent(fd);
   struct stat st;
@@ -86,7 +86,7 @@ static int fd_prepare(int fd) {
   } else {
     if ((fl = fcntl(fd, F_GETFL)) < 0) return -ursa__io_errno();
     if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) return -ursa__io_errno();
-    m = FD_NB;
+    m = S_ISSOCK(st.st_mode) ? FD_SOCK : FD_NB;
   }
   if (fe != NULL) __atomic_store_n(&fe->mode, (uint8_t)m, __ATOMIC_RELAXED);
   return m;
@@ -218,6 +218,36 @@ static ssize_t write_all(int fd, const struct iovec *iov, int cnt, off_t off, ui
   return ret;
 }
 
+/* A send of everything on socket fd as ring operations (io_uring engine; each may be short):
+ * the count, the error when nothing was sent, or -ENOSYS (not io_uring: nothing was done). */
+static ssize_t ring_send_all(int fd, const struct iovec *iov, int cnt, int flags, const struct sockaddr *dst,
+                            socklen_t dlen) {
+  struct iovec vs[WRITE_IOV_STACK], *v = vs;
+  struct msghdr msg;
+  size_t total = 0, done = 0;
+  ssize_t r;
+  int i, c = cnt;
+  for (i = 0; i < cnt; i++) total += iov[i].iov_len;
+  if (cnt > WRITE_IOV_STACK && (v = malloc((size_t)cnt * sizeof *v)) == NULL) return -ENOSYS;
+  memcpy(v, iov, (size_t)cnt * sizeof *v);
+  struct iovec *vbase = v;
+  for (;;) {
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = v;
+    msg.msg_iovlen = (size_t)c;
+    msg.msg_name = (void *)(uintptr_t)dst;
+    msg.msg_namelen = dst ? dlen : 0;
+    r = ursa__io_uring_sock(fd, &msg, flags, true);
+    if (r < 0) { r = done ? (ssize_t)done : r; break; }
+    done += (size_t)r;
+    if (done >= total || r == 0) { r = (ssize_t)done; break; }
+    while (c > 0 && (size_t)r >= v->iov_len) { r -= (ssize_t)v->iov_len; v++; c--; }
+    if (c > 0) { v->iov_base = (char *)v->iov_base + r; v->iov_len -= (size_t)r; }
+  }
+  if (vbase != vs) free(vbase);
+  return r;
+}
+
 static ssize_t rw(int op, int fd, const struct iovec *iov, int cnt, off_t off, int clock, const struct timespec *abstime) {
   EXPLORE_REFUSED();
   uint64_t dl;
@@ -227,7 +257,19 @@ static ssize_t rw(int op, int fd, const struct iovec *iov, int cnt, off_t off, i
   if ((m = fd_prepare(fd)) < 0) return m;
   if (m == FD_FILE) return file_rw(op, fd, iov, cnt, off, dl);
   if (op == URSA__OP_READV) {
+    if (m == FD_SOCK && dl == 0 && in_ursa()) {          /* io_uring: the receive on the ring */
+      struct msghdr msg;
+      ssize_t r;
+      memset(&msg, 0, sizeof msg);
+      msg.msg_iov = (struct iovec *)(uintptr_t)iov;
+      msg.msg_iovlen = (size_t)cnt;
+      if ((r = ursa__io_uring_sock(fd, &msg, 0, false)) != -ENOSYS) return r;
+    }
     IO_LOOP(fd, EPOLLIN, dl, off < 0 ? readv(fd, iov, cnt) : preadv(fd, iov, cnt, off))
+  }
+  if (m == FD_SOCK && dl == 0 && off < 0 && in_ursa()) {      /* io_uring: sends on the ring */
+    ssize_t r = ring_send_all(fd, iov, cnt, 0, NULL, 0);
+    if (r != -ENOSYS) return r;
   }
   return write_all(fd, iov, cnt, off, dl);
 }
@@ -283,6 +325,19 @@ ssize_t ursa_recvfrom_timed(int fd, void *buf, size_t n, int flags, struct socka
       if ((err = ursa__io_errno()) != EINTR) return -err;
     }
   }
+  if (dl == 0 && in_ursa()) {                        /* io_uring: the receive on the ring */
+    struct msghdr msg;
+    struct iovec v = { buf, n };
+    ssize_t r;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &v;
+    msg.msg_iovlen = 1;
+    if (src != NULL && len != NULL) { msg.msg_name = src; msg.msg_namelen = *len; }
+    if ((r = ursa__io_uring_sock(fd, &msg, flags, false)) != -ENOSYS) {
+      if (r >= 0 && src != NULL && len != NULL) *len = msg.msg_namelen;
+      return r;
+    }
+  }
   IO_LOOP(fd, EPOLLIN, dl, recvfrom(fd, buf, n, flags | MSG_DONTWAIT, src, len))
 }
 ssize_t ursa_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *src, socklen_t *len) {
@@ -300,6 +355,11 @@ ssize_t ursa_sendto_timed(int fd, const void *buf, size_t n, int flags, const st
   int err;
   size_t done = 0;
   if ((err = deadline_of(clock, abstime, &dl)) != 0) return err;
+  if (dl == 0 && !(flags & MSG_DONTWAIT) && in_ursa()) {   /* io_uring: sends on the ring */
+    struct iovec v = { (void *)(uintptr_t)buf, n };
+    ssize_t r = ring_send_all(fd, &v, 1, flags, dst, len);
+    if (r != -ENOSYS) return r;
+  }
   /* as a blocking send(2): everything, unless an error or the deadline comes first (then the
    * bytes sent so far); MSG_DONTWAIT from the caller: one try */
   for (;;) {
@@ -334,7 +394,7 @@ int ursa_accept_timed(int fd, struct sockaddr *addr, socklen_t *len, int clock, 
     /* SOCK_NONBLOCK: the new socket is ready for these calls (and its number's entry is reset) */
     int c = accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c >= 0) {
-      if (in_ursa()) ursa__io_fd_new(c, FD_NB);
+      if (in_ursa()) ursa__io_fd_new(c, FD_SOCK);
       else (void)fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK);   /* a blocking socket, as accept(2) */
       return c;
     }

@@ -75,11 +75,13 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "iointernal.h"
+#include "waiter.h"
 #include "../sched/sched_smp.h"
 #if URSA_HAVE_URING
 #include <liburing.h>
@@ -164,7 +166,12 @@ struct fdent *ursa__io_fdent(int fd) {
 
 /* ---- waiting nodes and records ---------------------------------------------------------------- */
 
+/* What a struct ursa__io_cancel's slot holds (the first byte of either record). */
+enum { REC_WAIT = 0,         /* a struct iorec: a readiness wait                                 */
+       REC_RING = 1 };       /* a struct uop: an operation on a ring                              */
+
 struct iorec {
+  uint8_t         rkind;     /* REC_WAIT (memset)                                                */
   ursa__spin_t    lock;      /* park's lock: a claim waits until the thread is BLOCKED          */
   uint8_t         parked;    /* the thread is (going) into ursa__park: a claim must unpark it   */
   uint8_t         done;      /* claimed: res holds the outcome, nobody else may wake the thread */
@@ -335,8 +342,11 @@ static void drain_done(struct engine *e) {
 #if URSA_HAVE_URING
 /* A file operation on the ring (ursa__io_uring_op): its thread waits for the completion. */
 struct uop {
-  ursa_thread_t th;
-  int           res;
+  uint8_t        rkind;       /* REC_RING                                                         */
+  uint8_t        canceled;    /* ursa__io_wait_end asked the ring to cancel it (atomic)            */
+  ursa_thread_t  th;
+  int            res;
+  struct engine *e;           /* the ring it is on                                                 */
 };
 
 static void ur_arm_eventfd(struct engine *e) {     /* e->sqlock held (several VPs) */
@@ -414,8 +424,11 @@ ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_
   struct uop u;
   bool smp = smp_now();
   if (io_kind != URSA__IO_URING) return -ENOSYS;
+  memset(&u, 0, sizeof u);
+  u.rkind = REC_RING;
   u.th = ursa_self();
   u.res = -EIO;
+  u.e = e;
   ursa__lock_if(smp, &e->sqlock);
   sqe = ur_sqe(e);
   switch (op) {
@@ -435,7 +448,122 @@ ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_
   ursa__park(URSA__W_IO_FD, e, NULL, 0);
   return u.res;
 }
+
+/* A receive or a send on a socket as a ring operation: no try that says EAGAIN before the wait
+ * and no poll to re-arm after it (the kernel polls internally and completes the operation, handed
+ * over with the VP's next look at its ring, where the other threads' operations go too: a
+ * ping-pong between two threads of a VP costs one io_uring_enter per hop).  fd's ring_ops counts
+ * it while it is in flight, so that ursa_close cancels it (on every ring: the count does not say
+ * which); a cancelled operation returns -EBADF, as a readiness wait ended by ursa_close. */
+static ssize_t sock_op(int fd, struct msghdr *msg, int flags, bool send, const struct ursa__io_cancel *c) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  struct engine *e = engine_of(vp);
+  struct fdent *fe = ursa__io_fdent(fd);
+  struct io_uring_sqe *sqe;
+  struct uop u;
+  bool smp = smp_now();
+  if (io_kind != URSA__IO_URING || fe == NULL) return -ENOSYS;
+  memset(&u, 0, sizeof u);
+  u.rkind = REC_RING;
+  u.th = ursa_self();
+  u.res = -EIO;
+  u.e = e;
+  if (c != NULL) {                     /* a canceller finds u from now on (src/io/waiter.h) */
+    bool stop;
+    ursa__lock_if(smp, c->lock);
+    *c->slot = &u;
+    ursa__unlock_if(smp, c->lock);
+    /* seq_cst: pairs with the canceller's store of the flag before it looks at the slot */
+    stop = __atomic_load_n(c->flag, __ATOMIC_SEQ_CST) != 0;
+    if (stop) {
+      ursa__lock_if(smp, c->lock);
+      *c->slot = NULL;
+      ursa__unlock_if(smp, c->lock);
+      return -ECANCELED;
+    }
+  }
+  /* seq_cst: pairs with ursa__io_fd_close's load after it has closed the number to new waits */
+  __atomic_add_fetch(&fe->ring_ops, 1u, __ATOMIC_SEQ_CST);
+  ursa__lock_if(smp, &e->sqlock);
+  sqe = ur_sqe(e);
+  if (msg->msg_iovlen == 1 && msg->msg_name == NULL && msg->msg_control == NULL) {
+    if (send) io_uring_prep_send(sqe, fd, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len, flags);
+    else      io_uring_prep_recv(sqe, fd, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len, flags);
+  } else {
+    if (send) io_uring_prep_sendmsg(sqe, fd, msg, (unsigned)flags);
+    else      io_uring_prep_recvmsg(sqe, fd, msg, (unsigned)flags);
+  }
+  /* a receive goes to the kernel's poll first: the data is seldom there yet (the caller would
+   * not wait otherwise), and the try that says EAGAIN costs as much as the receive itself */
+  if (!send) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+  io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&u);
+  ursa__unlock_if(smp, &e->sqlock);
+  __atomic_add_fetch(&vp->io_nwait, 1u, __ATOMIC_SEQ_CST);   /* as in ursa__io_uring_op */
+  poller_ensure(e);
+  ursa__park(URSA__W_IO_FD, fe, NULL, 0);
+  __atomic_sub_fetch(&fe->ring_ops, 1u, __ATOMIC_SEQ_CST);
+  if (c != NULL) {                     /* no canceller touches u after this */
+    ursa__lock_if(smp, c->lock);
+    *c->slot = NULL;
+    ursa__unlock_if(smp, c->lock);
+  }
+  /* -ECANCELED: ursa__io_wait_end's cancel (acquire: pairs with its release store), else
+   * ursa_close's; a cancel that came after the operation finished leaves its result */
+  if (u.res == -ECANCELED) return __atomic_load_n(&u.canceled, __ATOMIC_ACQUIRE) ? -ECANCELED : -EBADF;
+  return u.res;
+}
+
+ssize_t ursa__io_uring_sock(int fd, struct msghdr *msg, int flags, bool send) {
+  return sock_op(fd, msg, flags, send, NULL);
+}
+
+ssize_t ursa__io_sock_op(int fd, struct msghdr *msg, int flags, bool send, const struct ursa__io_cancel *c) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  if (vp == NULL || vp->io == NULL) return -ENOSYS;
+  return sock_op(fd, msg, flags, send, c);
+}
+
+/* ursa__io_wait_end of a ring operation: asks its ring to cancel it (the canceller holds the
+ * waiter's lock, so u is alive); the operation then completes, cancelled or with its result, and
+ * its VP unparks the thread as for any completion. */
+static bool ur_cancel_op(struct uop *u) {
+  bool smp = smp_now();
+  struct io_uring_sqe *sqe;
+  __atomic_store_n(&u->canceled, 1, __ATOMIC_RELEASE);   /* release: pairs with sock_op's load */
+  ursa__lock_if(smp, &u->e->sqlock);
+  sqe = ur_sqe(u->e);
+  io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)u, 0);
+  io_uring_sqe_set_data64(sqe, UR_TAG_CANCEL);
+  if (u->e->vp != ursa__tls_vp) io_uring_submit(&u->e->ring);   /* else with the next look */
+  ursa__unlock_if(smp, &u->e->sqlock);
+  return true;
+}
+
+/* ursa_close of fd with receives in flight: cancels them on every ring (fe->lock held). */
+static void ur_cancel_everywhere(int fd) {
+  bool smp = smp_now();
+  unsigned i;
+  for (i = 0; i < nengines; i++) {
+    struct engine *h = &engines[i];
+    struct io_uring_sqe *sqe;
+    if (!h->ring_ok) continue;
+    ursa__lock_if(smp, &h->sqlock);
+    sqe = ur_sqe(h);
+    io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+    io_uring_sqe_set_data64(sqe, UR_TAG_CANCEL);
+    io_uring_submit(&h->ring);          /* the receives queued before it go in first */
+    ursa__unlock_if(smp, &h->sqlock);
+  }
+}
 #else
+ssize_t ursa__io_uring_sock(int fd, struct msghdr *msg, int flags, bool send) {
+  URSA_UNUSED(fd); URSA_UNUSED(msg); URSA_UNUSED(flags); URSA_UNUSED(send);
+  return -ENOSYS;
+}
+ssize_t ursa__io_sock_op(int fd, struct msghdr *msg, int flags, bool send, const struct ursa__io_cancel *c) {
+  URSA_UNUSED(fd); URSA_UNUSED(msg); URSA_UNUSED(flags); URSA_UNUSED(send); URSA_UNUSED(c);
+  return -ENOSYS;
+}
 ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_t off, const char *path, int flags,
                           unsigned mode) {
   URSA_UNUSED(op); URSA_UNUSED(fd); URSA_UNUSED(iov); URSA_UNUSED(cnt); URSA_UNUSED(off);
@@ -618,8 +746,8 @@ static void node_del(struct ionode *n, int fd, bool smp) {
  * ns, 0: none).  Returns > 0 (the events of the fd that ended the wait; a spurious wake-up is
  * possible: the caller tries its call again), -EBADF, -ETIMEDOUT, -EINVAL (an fd beyond the
  * table), -ENOMEM.  nodes has room for n.  Executed by ursa threads only. */
-int ursa__io_fd_wait_many(const int *fds, const uint32_t *events, unsigned n, struct ionode_room *room,
-                          uint64_t deadline) {
+static int wait_many(const int *fds, const uint32_t *events, unsigned n, struct ionode_room *room,
+                     uint64_t deadline, const struct ursa__io_cancel *c) {
   struct ionode *nodes = (struct ionode *)(void *)room;
   struct ursa__vp *vp = ursa__tls_vp;
   struct engine *mine = engine_of(vp), *kick = NULL;
@@ -631,6 +759,13 @@ int ursa__io_fd_wait_many(const int *fds, const uint32_t *events, unsigned n, st
   memset(&r, 0, sizeof r);
   r.th = ursa_self();
   r.timed = deadline != 0;
+  if (c != NULL) {                     /* a canceller finds r from now on (src/io/waiter.h) */
+    ursa__lock_if(smp, c->lock);
+    *c->slot = &r;
+    ursa__unlock_if(smp, c->lock);
+    /* seq_cst: pairs with the canceller's store of the flag before it looks at the slot */
+    if (__atomic_load_n(c->flag, __ATOMIC_SEQ_CST)) err = -ECANCELED, n = 0;
+  }
   for (i = 0; i < n; i++) {
     int k = node_add(&nodes[i], &r, fds[i], events[i], mine, smp, &kick);
     if (k < 0) { err = k; break; }
@@ -649,16 +784,54 @@ int ursa__io_fd_wait_many(const int *fds, const uint32_t *events, unsigned n, st
     ursa__lock_if(smp, &r.lock);
     if (!r.done) {
       r.parked = 1;
-      res = ursa__park(URSA__W_IO_FD, ursa__io_fdent(fds[0]), &r.lock, deadline);
+      res = ursa__park(URSA__W_IO_FD, n ? (void *)ursa__io_fdent(fds[0]) : (void *)&r, &r.lock, deadline);
       vp = URSA__VP_AFTER_SWITCH();
     } else {
       ursa__unlock_if(smp, &r.lock);
     }
   }
   for (i = 0; i < added; i++) node_del(&nodes[i], fds[i], smp);
+  if (c != NULL) {                     /* no canceller touches r after this */
+    ursa__lock_if(smp, c->lock);
+    *c->slot = NULL;
+    ursa__unlock_if(smp, c->lock);
+  }
   if (err != 0) return err;
-  /* r.done is final here: every node is unlinked, and a claim happens only on a linked node */
+  /* r.done is final here: every node is unlinked, and a claim happens only on a linked node or
+   * by a canceller, which holds c->lock, taken just above */
   return r.done ? r.res : res;
+}
+
+int ursa__io_fd_wait_many(const int *fds, const uint32_t *events, unsigned n, struct ionode_room *room,
+                          uint64_t deadline) {
+  return wait_many(fds, events, n, room, deadline, NULL);
+}
+
+_Static_assert(sizeof(struct ursa__io_node) == sizeof(struct ionode_room), "two names of one room");
+
+int ursa__io_wait(const int *fds, const uint32_t *events, unsigned n, struct ursa__io_node *nodes,
+                  uint64_t deadline, const struct ursa__io_cancel *c) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  unsigned i;
+  if (vp == NULL || vp->io == NULL) return -ENOSYS;
+  for (i = 0; i < n; i++)
+    if (ursa__io_fdent(fds[i]) == NULL) return fds[i] < 0 ? -EBADF : -EINVAL;
+  return wait_many(fds, events, n, (struct ionode_room *)(void *)nodes, deadline, c);
+}
+
+/* A canceller holding the lock of the waiter's struct ursa__io_cancel: the record is alive (the
+ * waiter clears its slot under that lock).  The claim is rec_claim's, without an fd's lock: the
+ * nodes stay linked until the woken waiter unlinks them (dispatch and ursa__io_fd_close skip a
+ * record that is done). */
+bool ursa__io_wait_end(void *rec, int res) {
+  struct iorec *r = rec;
+  bool unpark = false;
+#if URSA_HAVE_URING
+  if (*(const uint8_t *)rec == REC_RING) return ur_cancel_op(rec);
+#endif
+  if (!rec_claim(r, res, smp_now(), &unpark)) return false;
+  if (unpark) ursa__unpark(r->th, 0);
+  return true;
 }
 
 _Static_assert(sizeof(struct ionode) <= sizeof(struct ionode_room), "struct ionode_room is too small");
@@ -694,6 +867,9 @@ again:
     }
   }
   if (n == NULL) {                            /* all seen: forget the file */
+#if URSA_HAVE_URING
+    if (io_kind == URSA__IO_URING && __atomic_load_n(&fe->ring_ops, __ATOMIC_SEQ_CST) != 0) ur_cancel_everywhere(fd);
+#endif
     if (fe->registered && fe->home) {
 #if URSA_HAVE_URING
       if (io_kind == URSA__IO_URING) {               /* its polls hold the file: cancel them */
@@ -903,8 +1079,11 @@ static void engine_free(struct engine *e) {
   if (e->ring_ok) io_uring_queue_exit(&e->ring);
   e->ring_ok = 0;
 #endif
+  /* never a tail call to close: libursa-pthread.so tells libursa's calls by their return address
+   * (tests/CMakeLists.txt, pthread_ursa_no_tail_calls) */
   if (e->epfd >= 0) close(e->epfd);
   if (e->evfd >= 0) close(e->evfd);
+  e->epfd = e->evfd = -1;
 }
 
 /* Makes the n engines of kind: 0, or the error (none left made). */

@@ -87,6 +87,7 @@ static struct upt_thread *record_new(void) {
   t->finished = t->detached = t->adopted = 0;
   t->joiner = t->cur_wait = NULL;
   t->cur_sem = NULL;
+  t->io_wait = NULL;
   t->result = NULL;
   t->cancel_pending = 0;
   t->cancel_state = PTHREAD_CANCEL_ENABLE;
@@ -351,9 +352,13 @@ UPT_EXPORT int pthread_cancel(pthread_t th) {
     } else if (t->cur_wait && solo_claim(t->cur_wait)) {
       t->cur_wait->state = UPT_W_CANCELED;
       ursa__unpark_thread(t->tok, -ECANCELED);
+    } else if (t->io_wait) {
+      (void)ursa__io_wait_end(t->io_wait, -ECANCELED);   /* its read, poll, ... acts on it (io.c) */
     }
   } else if (t->cur_wait && cas_state(t->cur_wait, UPT_W_CANCELED)) {
     (void)ursa_sem_post(&t->park);
+  } else if (t->io_wait) {
+    (void)ursa__io_wait_end(t->io_wait, -ECANCELED);     /* under t->lock: src/io/waiter.h */
   }
   upt_spin_unlock(&t->lock);
   return 0;

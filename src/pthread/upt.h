@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #include "ursa.h"
 #include "../sched/waiter.h"        /* the waiter interface: all this layer uses of ursa's inside */
+#include "../io/waiter.h"           /* its I/O part: a readiness wait that pthread_cancel ends  */
 
 #include <limits.h>
 #include <pthread.h>
@@ -72,7 +73,11 @@
   X(pthread_attr_setstack) X(pthread_attr_getguardsize) X(pthread_attr_setguardsize)             \
   X(pthread_attr_getstackaddr) X(pthread_mutexattr_gettype) X(pthread_condattr_getclock)        \
   X(pthread_attr_getinheritsched) X(pthread_attr_getschedpolicy) X(pthread_attr_getschedparam)   \
-  X(pthread_attr_setschedpolicy) X(pthread_attr_setschedparam)
+  X(pthread_attr_setschedpolicy) X(pthread_attr_setschedparam)                                   \
+  X(read) X(write) X(readv) X(writev) X(recv) X(send) X(recvfrom) X(sendto) X(recvmsg)          \
+  X(sendmsg) X(accept) X(accept4) X(connect) X(poll) X(ppoll) X(select) X(pselect)               \
+  X(epoll_wait) X(epoll_pwait) X(close) X(dup2) X(dup3) X(socket) X(socketpair) X(pipe) X(pipe2) \
+  X(setsockopt)
 
 #define UPT_REAL_ENUM(name) UPT_R_##name,
 enum { UPT_REALS(UPT_REAL_ENUM) UPT_R_COUNT };
@@ -148,6 +153,8 @@ struct upt_thread {
   struct upt_waiter *joiner;     /* the thread blocked in pthread_join on this one           */
   struct upt_waiter *cur_wait;   /* a cancellable wait in progress (under lock)              */
   struct upt_sem *cur_sem;       /* solo: the semaphore of a cancellable sem_wait in progress */
+  void *io_wait;                 /* the record of a cancellable I/O wait in progress (under
+                                    lock; src/io/waiter.h's slot, set and cleared by libursa)  */
   void *result;
   void *(*fn)(void *);
   void *arg;

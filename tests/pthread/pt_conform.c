@@ -21,6 +21,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
 #define CHECK_EQ(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); if (a_ != b_) { \
@@ -857,6 +864,383 @@ static void case_mutex_handover(void) {
   CHECK_EQ(hand_count[0] + hand_count[1], (long)HAND_THREADS * HAND_ROUNDS);
 }
 
+
+/* ---- I/O: system calls on sockets and pipes block only their thread (issue #18 item 4) ------- */
+
+/* A thread blocked in read() on an empty pipe does not stop a counter thread: at 1 VP the read
+ * would hold the only VP (and the test would hang until its timeout) if it blocked the VP. */
+static int io_pipe[2];
+static volatile int io_reading, io_read_done;
+static long io_count;
+static void *io_reader(void *a) {
+  char c = 0;
+  io_reading = 1;
+  CHECK_EQ(read(io_pipe[0], &c, 1), 1);
+  io_read_done = 1;
+  return (void *)(intptr_t)c;
+}
+static void *io_counter(void *a) {
+  for (int i = 0; i < 1000; i++) { io_count++; sched_yield(); }
+  CHECK_EQ(io_read_done, 0);                     /* the reader is still blocked, not the VP */
+  return a;
+}
+static void *io_big_writer_fn(void *v) { return (void *)(intptr_t)writev(io_pipe[1], (struct iovec *)v, 2); }
+static void case_io_pipe(void) {
+  pthread_t r, c;
+  CHECK_EQ(pipe(io_pipe), 0);
+  r = spawn(io_reader, NULL);
+  while (!io_reading) sched_yield();
+  for (int i = 0; i < 3; i++) sched_yield();     /* the reader is now in read() (or about to be) */
+  c = spawn(io_counter, NULL);
+  join(c);
+  CHECK_EQ(io_count, 1000);
+  CHECK_EQ(write(io_pipe[1], "x", 1), 1);
+  CHECK_EQ((intptr_t)join(r), 'x');
+  /* a write larger than the pipe's buffer while the reader drains it: every byte arrives, in order */
+  {
+    static char big[1 << 20], back[1 << 20];
+    struct iovec v[2] = { { big, sizeof big / 2 }, { big + sizeof big / 2, sizeof big / 2 } };
+    size_t got = 0;
+    for (size_t i = 0; i < sizeof big; i++) big[i] = (char)(i * 7 + i / 4099);
+    r = spawn(io_big_writer_fn, v);
+    while (got < sizeof back) {
+      ssize_t n = read(io_pipe[0], back + got, sizeof back - got);
+      CHECK(n > 0);
+      got += (size_t)n;
+    }
+    CHECK_EQ((intptr_t)join(r), (intptr_t)sizeof big);
+    CHECK(memcmp(big, back, sizeof big) == 0);
+  }
+  CHECK_EQ(close(io_pipe[0]), 0);
+  CHECK_EQ(close(io_pipe[1]), 0);
+}
+
+/* A threaded echo server: an accepting thread, one thread per connection; 8 client threads each
+ * send messages of growing size (up to 256 KiB: writes that the socket takes in parts) and read
+ * each one back whole. */
+#define ECHO_CLIENTS 8
+static int echo_port;
+static void *echo_conn(void *a) {
+  int fd = (int)(intptr_t)a;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) CHECK_EQ(send(fd, buf, (size_t)n, 0), n);
+  CHECK_EQ(n, 0);
+  CHECK_EQ(close(fd), 0);
+  return NULL;
+}
+static void *echo_server(void *a) {
+  int ls = (int)(intptr_t)a;
+  for (int i = 0; i < ECHO_CLIENTS; i++) {
+    int c = accept(ls, NULL, NULL);
+    pthread_t t;
+    pthread_attr_t at;
+    CHECK(c >= 0);
+    CHECK_EQ(pthread_attr_init(&at), 0);
+    CHECK_EQ(pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED), 0);
+    CHECK_EQ(pthread_create(&t, &at, echo_conn, (void *)(intptr_t)c), 0);
+  }
+  return NULL;
+}
+static int tcp_connect(int port) {
+  struct sockaddr_in sa;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(fd >= 0);
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK_EQ(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  return fd;
+}
+static int tcp_listen(int *port) {
+  struct sockaddr_in sa;
+  socklen_t l = sizeof sa;
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(ls >= 0);
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK_EQ(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
+  CHECK_EQ(listen(ls, 64), 0);
+  CHECK_EQ(getsockname(ls, (struct sockaddr *)&sa, &l), 0);
+  *port = ntohs(sa.sin_port);
+  return ls;
+}
+static void *echo_client(void *a) {
+  int fd = tcp_connect(echo_port), sz = 4096;
+  size_t len;
+  char *out = malloc(256 * 1024), *in = malloc(256 * 1024);
+  CHECK(out != NULL && in != NULL);
+  CHECK_EQ(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz), 0);   /* small: writes in parts */
+  for (len = 1; len <= 256 * 1024; len *= 4) {
+    size_t got = 0;
+    for (size_t i = 0; i < len; i++) out[i] = (char)(i + len + (uintptr_t)a);
+    CHECK_EQ(write(fd, out, len), (ssize_t)len);
+    while (got < len) {
+      ssize_t n = read(fd, in + got, len - got);
+      CHECK(n > 0);
+      got += (size_t)n;
+    }
+    CHECK(memcmp(in, out, len) == 0);
+  }
+  CHECK_EQ(close(fd), 0);
+  free(out);
+  free(in);
+  return NULL;
+}
+static void case_io_echo(void) {
+  pthread_t s, c[ECHO_CLIENTS];
+  int ls = tcp_listen(&echo_port);
+  s = spawn(echo_server, (void *)(intptr_t)ls);
+  for (int i = 0; i < ECHO_CLIENTS; i++) c[i] = spawn(echo_client, (void *)(intptr_t)i);
+  for (int i = 0; i < ECHO_CLIENTS; i++) join(c[i]);
+  join(s);
+  CHECK_EQ(close(ls), 0);
+}
+
+/* read, accept and poll are cancellation points: a request ends the wait and runs the handlers. */
+static int io_cleaned[3];
+static void io_clean(void *i) { io_cleaned[(intptr_t)i]++; }
+static void *io_cancel_read(void *a) {
+  char c;
+  pthread_cleanup_push(io_clean, (void *)0);
+  io_reading = 1;
+  (void)read(io_pipe[0], &c, 1);
+  CHECK(0);
+  pthread_cleanup_pop(0);
+  return a;
+}
+static void *io_cancel_accept(void *a) {
+  pthread_cleanup_push(io_clean, (void *)1);
+  (void)accept((int)(intptr_t)a, NULL, NULL);
+  CHECK(0);
+  pthread_cleanup_pop(0);
+  return a;
+}
+static void *io_cancel_poll(void *a) {
+  pthread_cleanup_push(io_clean, (void *)2);
+  (void)poll(NULL, 0, -1);                        /* no descriptor: only a cancel ends it */
+  CHECK(0);
+  pthread_cleanup_pop(0);
+  return a;
+}
+static int io_cancel_sv[2];
+static void *io_cancel_recv(void *a) {
+  char c;
+  pthread_cleanup_push(io_clean, (void *)0);
+  io_reading = 1;
+  (void)recv(io_cancel_sv[0], &c, 1, 0);
+  CHECK(0);
+  pthread_cleanup_pop(0);
+  return a;
+}
+static void case_io_cancel(void) {
+  pthread_t t;
+  int port, ls = tcp_listen(&port);
+  char c;
+  /* a socket's receive (with io_uring, an operation on the ring, which the cancel stops) */
+  CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, io_cancel_sv), 0);
+  t = spawn(io_cancel_recv, NULL);
+  while (!io_reading) sched_yield();
+  for (int i = 0; i < 3; i++) sched_yield();
+  CHECK_EQ(pthread_cancel(t), 0);
+  CHECK(join(t) == PTHREAD_CANCELED);
+  CHECK_EQ(io_cleaned[0], 1);
+  io_cleaned[0] = 0;
+  io_reading = 0;
+  CHECK_EQ(send(io_cancel_sv[1], "s", 1, 0), 1);        /* the cancelled receive took nothing */
+  CHECK_EQ(recv(io_cancel_sv[0], &c, 1, 0), 1);
+  CHECK_EQ(c, 's');
+  CHECK_EQ(close(io_cancel_sv[0]), 0);
+  CHECK_EQ(close(io_cancel_sv[1]), 0);
+  CHECK_EQ(pipe(io_pipe), 0);
+  t = spawn(io_cancel_read, NULL);
+  while (!io_reading) sched_yield();
+  for (int i = 0; i < 3; i++) sched_yield();
+  CHECK_EQ(pthread_cancel(t), 0);
+  CHECK(join(t) == PTHREAD_CANCELED);
+  t = spawn(io_cancel_accept, (void *)(intptr_t)ls);
+  for (int i = 0; i < 3; i++) sched_yield();
+  CHECK_EQ(pthread_cancel(t), 0);
+  CHECK(join(t) == PTHREAD_CANCELED);
+  t = spawn(io_cancel_poll, NULL);
+  for (int i = 0; i < 3; i++) sched_yield();
+  CHECK_EQ(pthread_cancel(t), 0);
+  CHECK(join(t) == PTHREAD_CANCELED);
+  CHECK_EQ(io_cleaned[0], 1);
+  CHECK_EQ(io_cleaned[1], 1);
+  CHECK_EQ(io_cleaned[2], 1);
+  /* the cancelled reader took nothing: a byte written now is there for the next read */
+  CHECK_EQ(write(io_pipe[1], "y", 1), 1);
+  CHECK_EQ(read(io_pipe[0], &c, 1), 1);
+  CHECK_EQ(c, 'y');
+  /* a pending request is acted on at the call's entry, even when it would not block */
+  CHECK_EQ(close(io_pipe[0]), 0);
+  CHECK_EQ(close(io_pipe[1]), 0);
+  CHECK_EQ(close(ls), 0);
+}
+
+/* The program's choices hold: O_NONBLOCK gives EAGAIN, SO_RCVTIMEO ends a wait with EAGAIN, a
+ * regular file is read, a refused connect says so, a close wakes a waiter with EBADF. */
+static void *io_close_waiter(void *a) {
+  char c;
+  io_reading = 1;
+  CHECK_EQ(read((int)(intptr_t)a, &c, 1), -1);
+  return (void *)(intptr_t)errno;
+}
+static void case_io_modes(void) {
+  int p[2], sv[2], port, ls;
+  char c, buf[64];
+  struct timeval tv = { 0, 20000 };
+  FILE *f;
+  pthread_t t;
+  CHECK_EQ(pipe(p), 0);
+  CHECK_EQ(fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK), 0);
+  errno = 0;
+  CHECK_EQ(read(p[0], &c, 1), -1);
+  CHECK_EQ(errno, EAGAIN);
+  /* the layer left the flags as they were: the write end is still blocking */
+  CHECK_EQ(fcntl(p[1], F_GETFL) & O_NONBLOCK, 0);
+  CHECK_EQ(close(p[0]), 0);
+  CHECK_EQ(close(p[1]), 0);
+
+  CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  CHECK_EQ(setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+  errno = 0;
+  CHECK_EQ(recv(sv[0], &c, 1, 0), -1);
+  CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
+  CHECK_EQ(read(sv[0], &c, 1), -1);
+  CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
+  CHECK_EQ(fcntl(sv[0], F_GETFL) & O_NONBLOCK, 0);
+  /* recvmsg / sendmsg and MSG_WAITALL */
+  {
+    struct iovec v = { (void *)"hello", 5 }, w = { buf, sizeof buf };
+    struct msghdr m;
+    memset(&m, 0, sizeof m);
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    CHECK_EQ(sendmsg(sv[1], &m, 0), 5);
+    m.msg_iov = &w;
+    CHECK_EQ(recvmsg(sv[0], &m, 0), 5);
+    CHECK(memcmp(buf, "hello", 5) == 0);
+    CHECK(m.msg_iov == &w);
+  }
+  CHECK_EQ(close(sv[0]), 0);
+  CHECK_EQ(close(sv[1]), 0);
+
+  /* a peer that closes halfway: the reader gets what was sent, then 0 */
+  CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  CHECK_EQ(send(sv[1], "abc", 3, 0), 3);
+  CHECK_EQ(close(sv[1]), 0);
+  CHECK_EQ(recv(sv[0], buf, sizeof buf, MSG_WAITALL), 3);
+  CHECK_EQ(recv(sv[0], buf, sizeof buf, 0), 0);
+  CHECK_EQ(close(sv[0]), 0);
+
+  f = tmpfile();
+  CHECK(f != NULL);
+  CHECK_EQ(write(fileno(f), "file", 4), 4);
+  CHECK_EQ(lseek(fileno(f), 0, SEEK_SET), 0);
+  CHECK_EQ(read(fileno(f), buf, sizeof buf), 4);
+  CHECK(memcmp(buf, "file", 4) == 0);
+  fclose(f);
+
+  ls = tcp_listen(&port);
+  CHECK_EQ(close(ls), 0);                         /* nobody listens on port now */
+  {
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    errno = 0;
+    CHECK_EQ(connect(fd, (struct sockaddr *)&sa, sizeof sa), -1);
+    CHECK_EQ(errno, ECONNREFUSED);
+    CHECK_EQ(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+    CHECK_EQ(close(fd), 0);
+  }
+  /* bad input: the system call's errors */
+  errno = 0;
+  CHECK_EQ(read(-1, buf, 1), -1);
+  CHECK_EQ(errno, EBADF);
+  CHECK_EQ(accept(-1, NULL, NULL), -1);
+  CHECK_EQ(errno, EBADF);
+  CHECK_EQ(poll(NULL, 0, 0), 0);
+
+  CHECK_EQ(pipe(p), 0);
+  io_reading = 0;
+  t = spawn(io_close_waiter, (void *)(intptr_t)p[0]);
+  while (!io_reading) sched_yield();
+  for (int i = 0; i < 3; i++) sched_yield();
+  CHECK_EQ(close(p[0]), 0);
+  CHECK_EQ((intptr_t)join(t), EBADF);
+  CHECK_EQ(close(p[1]), 0);
+}
+
+/* poll, select and epoll_wait wait for several descriptors in one thread. */
+static int io_poll_fd;
+static void *io_late_writer(void *a) {
+  for (int i = 0; i < 5; i++) sched_yield();
+  CHECK_EQ(write(io_poll_fd, "z", 1), 1);
+  return a;
+}
+static void case_io_poll(void) {
+  int a[2], b[2], ep;
+  struct pollfd p[2];
+  fd_set rs;
+  struct timeval tv = { 0, 1000 };
+  struct epoll_event ev, out;
+  char c;
+  CHECK_EQ(pipe(a), 0);
+  CHECK_EQ(pipe(b), 0);
+  p[0].fd = a[0]; p[0].events = POLLIN;
+  p[1].fd = b[0]; p[1].events = POLLIN;
+  CHECK_EQ(poll(p, 2, 1), 0);                     /* nothing: the time runs out */
+  io_poll_fd = b[1];
+  join(spawn(io_late_writer, NULL)), (void)0;
+  CHECK_EQ(poll(p, 2, -1), 1);
+  CHECK_EQ(p[0].revents, 0);
+  CHECK_EQ(p[1].revents, POLLIN);
+  CHECK_EQ(read(b[0], &c, 1), 1);
+  {
+    pthread_t t = spawn(io_late_writer, NULL);
+    p[1].revents = 0;
+    CHECK_EQ(poll(p, 2, -1), 1);                  /* blocks until the thread writes */
+    CHECK_EQ(p[1].revents, POLLIN);
+    join(t);
+    CHECK_EQ(read(b[0], &c, 1), 1);
+  }
+  FD_ZERO(&rs);
+  FD_SET(a[0], &rs);
+  FD_SET(b[0], &rs);
+  CHECK_EQ(select((a[0] > b[0] ? a[0] : b[0]) + 1, &rs, NULL, NULL, &tv), 0);
+  {
+    pthread_t t = spawn(io_late_writer, NULL);
+    FD_SET(a[0], &rs);
+    FD_SET(b[0], &rs);
+    CHECK_EQ(select((a[0] > b[0] ? a[0] : b[0]) + 1, &rs, NULL, NULL, NULL), 1);
+    CHECK(FD_ISSET(b[0], &rs) && !FD_ISSET(a[0], &rs));
+    join(t);
+    CHECK_EQ(read(b[0], &c, 1), 1);
+  }
+  ep = epoll_create1(0);
+  CHECK(ep >= 0);
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLIN;
+  ev.data.fd = b[0];
+  CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, b[0], &ev), 0);
+  CHECK_EQ(epoll_wait(ep, &out, 1, 1), 0);
+  {
+    pthread_t t = spawn(io_late_writer, NULL);
+    CHECK_EQ(epoll_wait(ep, &out, 1, -1), 1);
+    CHECK_EQ(out.data.fd, b[0]);
+    join(t);
+  }
+  CHECK_EQ(close(ep), 0);
+  for (int i = 0; i < 2; i++) { CHECK_EQ(close(a[i]), 0); CHECK_EQ(close(b[i]), 0); }
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "threads", case_threads }, { "once", case_once }, { "keys", case_keys },
   { "mutex_static", case_mutex_static }, { "mutex_kinds", case_mutex_kinds },
@@ -866,6 +1250,8 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "return_from_main", case_return_from_main }, { "sched", case_sched },
   { "trylock_owned", case_trylock_owned }, { "deadlock_waits", case_deadlock_waits },
   { "once_cancel", case_once_cancel }, { "mutex_handover", case_mutex_handover },
+  { "io_pipe", case_io_pipe }, { "io_echo", case_io_echo }, { "io_cancel", case_io_cancel },
+  { "io_modes", case_io_modes }, { "io_poll", case_io_poll },
 };
 
 int main(int argc, char **argv) {

@@ -10,6 +10,7 @@
 //	go_peers radix  [r: all | r | r1,r2,..] [log2 keys = 22] [log2 goroutines = 8]
 //	                                  radix_sort.c's parallel radix sort, a goroutine per slice
 //	                                  per phase
+//	go_peers http   PORT              net/http serving "Hello, world\n" (bench/load_suite.py)
 //
 // The number of Ps is the runtime's: run it with GOMAXPROCS=1 and GOMAXPROCS=<CPUs>; the impl
 // printed is go<P> (go1, go2, ...).  Every run prints one line per measured figure, as the C
@@ -33,7 +34,8 @@ import (
 )
 
 const usage = "usage: go_peers ring|yield|chan|create|rss [count > 0]\n" +
-	"       go_peers radix [all | r | r1,r2,... (1..12)] [log2 keys = 22] [log2 goroutines = 8]"
+	"       go_peers radix [all | r | r1,r2,... (1..12)] [log2 keys = 22] [log2 goroutines = 8]\n" +
+	"       go_peers http PORT"
 
 // impl is the implementation name: go<GOMAXPROCS>.
 func impl() string { return "go" + strconv.Itoa(runtime.GOMAXPROCS(0)) }
@@ -128,6 +130,8 @@ func main() {
 		rssBlocked(count(args, 100000))
 	case "radix":
 		radix(args)
+	case "http":
+		httpServe(args)
 	default:
 		usageExit()
 	}
