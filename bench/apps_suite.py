@@ -75,7 +75,7 @@ import subprocess
 import sys
 import time
 
-from suite_common import cpu_model, fmt_time, machine_info, md_table, ncpus, phase_label, write_json
+from suite_common import cmake_cache, cpu_model, fmt_time, machine_info, md_table, ncpus, phase_label, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -1291,14 +1291,7 @@ def git_commit():
 
 
 def build_type(build_dir):
-    try:
-        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
-            for line in f:
-                if line.startswith("CMAKE_BUILD_TYPE:"):
-                    return line.split("=", 1)[1].strip()
-    except OSError:
-        pass
-    return None
+    return cmake_cache(build_dir, "CMAKE_BUILD_TYPE")
 
 
 def run(build_dir, mode="default", runs=None, results_dir=None, only=None, sweeps=True, json_path=None):

@@ -18,6 +18,8 @@ import statistics
 import subprocess
 import sys
 
+import suite_common
+
 
 def run(cmd, env):
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
@@ -30,14 +32,7 @@ def run(cmd, env):
 def mpiexec(build):
     """The build's mpiexec (CMake's FindMPI), not whatever `mpiexec` is first on PATH (Debian's
     alternatives prefer Open MPI's, which refuses to run as root without flags)."""
-    try:
-        with open(os.path.join(build, "CMakeCache.txt")) as f:
-            for line in f:
-                if line.startswith("MPIEXEC_EXECUTABLE:"):
-                    return line.split("=", 1)[1].strip()
-    except OSError:
-        pass
-    return "mpiexec"
+    return suite_common.cmake_cache(build, "MPIEXEC_EXECUTABLE") or "mpiexec"
 
 
 def main():

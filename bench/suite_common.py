@@ -124,6 +124,18 @@ def git_info(repo=REPO):
     return {"commit": commit, "dirty": dirty}
 
 
+def cmake_cache(build_dir, key):
+    """The value of `key` in build_dir's CMakeCache.txt, or None (no cache, or no such entry)."""
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def write_json(path, doc, indent=1):
     """Writes doc to path through a temporary file and a rename."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -702,6 +702,9 @@ TEST_IMPL(smp_rotate_timer_config) {
   ASSERT_ERR(ursa_init(&c), -EINVAL);
   c.rotate_us = 10000001;
   ASSERT_ERR(ursa_init(&c), -EINVAL);
+  c.rotate_us = URSA_ROTATE_OFF;              /* no balancing tick: accepted everywhere */
+  ASSERT_OK(ursa_init(&c));
+  ASSERT_OK(ursa_fini());
   c.rotate_us = 100;                          /* the shortest: threads still run to completion */
   if ((i = ursa_init(&c)) == -ENOTSUP)
     SKIP_IF_ABSENT(TEST_EXPECT_PREEMPT, "no interval timer here (TSan, or malloc in the executable)");
