@@ -57,14 +57,9 @@ static int mutex_type(const struct upt_mutex *m) {
   return k == PTHREAD_MUTEX_ADAPTIVE_NP ? PTHREAD_MUTEX_NORMAL : k;
 }
 
-/* The owner while an unlock passes the mutex to the waiter it woke, until that thread runs and
- * writes itself (mutex_park): not NULL, so no other locker takes it meanwhile. */
-#define UPT_HANDOFF ((struct ursa__thread *)1)
-
 /* The reports' name of a mutex wait, and its edge in the wait-for graph: the holder. */
 static struct ursa__thread *mutex_owner(void *obj) {
-  struct ursa__thread *o = __atomic_load_n(&((struct upt_mutex *)obj)->owner, __ATOMIC_RELAXED);
-  return o == UPT_HANDOFF ? NULL : o;
+  return __atomic_load_n(&((struct upt_mutex *)obj)->owner, __ATOMIC_RELAXED);
 }
 static const struct ursa__waitkind mutex_kind = { "pthread_mutex_lock on mutex", mutex_owner, 0 };
 
@@ -75,14 +70,15 @@ void upt_sync_boot(void) {
   ursa__waitkind_register(URSA__W_UPT_SEM, &sem_kind);
 }
 
-/* Queues the calling thread (tok) on m and parks it until an unlock hands m over (0), or the
- * deadline passes (ETIMEDOUT: its timer has taken it off the queue).  With several VPs m->spin
- * is held, and park releases it once the thread is BLOCKED. */
-static int mutex_park(struct ursa__thread *tok, struct upt_mutex *m, uint64_t deadline) {
-  if (ursa__park_queued(URSA__W_UPT_MUTEX, m, &m->q, &m->spin, deadline) != 0) return ETIMEDOUT;
-  /* the unlock wrote UPT_HANDOFF before its wake-up, which orders it before this store */
-  __atomic_store_n(&m->owner, tok, __ATOMIC_RELAXED);
-  return 0;
+/* Queues the calling thread on m and parks it until an unlock hands m over (0: the unlock has
+ * made it the owner, mutex_release), or the deadline passes (ETIMEDOUT: its timer has taken it
+ * off the queue).  With several VPs m->spin is held, and park releases it once the thread is
+ * BLOCKED.  Without a deadline the park is the last call (a tail call into the switch: the woken
+ * thread returns straight to the caller of pthread_mutex_lock, which keeps the return-address
+ * predictor in step; see URSA__SWITCH_RETURN in src/sched/sched.h). */
+static int mutex_park(struct upt_mutex *m, uint64_t deadline) {
+  if (deadline == 0) return ursa__park_queued(URSA__W_UPT_MUTEX, m, &m->q, &m->spin, 0);
+  return ursa__park_queued(URSA__W_UPT_MUTEX, m, &m->q, &m->spin, deadline) != 0 ? ETIMEDOUT : 0;
 }
 
 static int mutex_lock(struct upt_thread *me, struct upt_mutex *m, int type, int mode, int clock,
@@ -115,17 +111,16 @@ static int mutex_lock(struct upt_thread *me, struct upt_mutex *m, int type, int 
     upt_spin_unlock(&m->spin);
     return 0;
   }
-  return mutex_park(tok, m, mode == 2 ? upt_deadline_ns(clock, abs) : 0);
+  return mutex_park(m, mode == 2 ? upt_deadline_ns(clock, abs) : 0);
 }
 
-/* Passes m to its first waiter, or frees it.  With several VPs m->spin is held and released. */
+/* Passes m to its first waiter, or frees it.  With several VPs m->spin is held and released.
+ * The hand-over writes the woken waiter into m->owner before that thread can run, and m->owner
+ * is never NULL in between: no other locker barges in. */
 static void mutex_release(struct upt_mutex *m) {
-  if (m->q.head != NULL) {
-    __atomic_store_n(&m->owner, UPT_HANDOFF, __ATOMIC_RELAXED);
-    if (ursa__unpark_first(&m->q, 0)) {         /* hand over: no other locker barges in */
-      upt_spin_unlock(&m->spin);
-      return;
-    }
+  if (m->q.head != NULL && ursa__unpark_first_to(&m->q, 0, &m->owner)) {
+    upt_spin_unlock(&m->spin);
+    return;
   }
   __atomic_store_n(&m->owner, NULL, __ATOMIC_RELEASE);   /* release: pairs with lock's acquire */
   upt_spin_unlock(&m->spin);
@@ -199,19 +194,26 @@ UPT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm) {
 #define UPT_SOLO_NORMAL(m, tok)                                                                  \
   (upt_solo == 1 && (m)->kind == PTHREAD_MUTEX_NORMAL && ((tok) = ursa__self_thread()) != NULL)
 
-UPT_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
+/* The general lock, out of line so that the solo fast path below needs no stack frame; ra is the
+ * return address of pthread_mutex_lock (ursa's own calls go to glibc). */
+static __attribute__((noinline)) int mutex_lock_general(pthread_mutex_t *pm, void *ra) {
   struct upt_mutex *m = (struct upt_mutex *)pm;
-  struct ursa__thread *tok;
+  struct upt_thread *me = upt_from_ursa(ra) ? NULL : upt_self();
   int type;
-  if (UPT_SOLO_NORMAL(m, tok)) {
-    if (m->owner == NULL) { m->owner = tok; return 0; }
-    return mutex_park(tok, m, 0);
-  }
-  UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_mutex_lock)(pm);
   UPT_POINT();                                  /* exploration: a scheduling point */
   if ((type = mutex_type(m)) < 0) return EINVAL;
   return mutex_lock(me, m, type, 0, CLOCK_REALTIME, NULL);
+}
+
+UPT_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
+  struct upt_mutex *m = (struct upt_mutex *)pm;
+  struct ursa__thread *tok;
+  if (UPT_SOLO_NORMAL(m, tok)) {
+    if (m->owner == NULL) { m->owner = tok; return 0; }
+    return mutex_park(m, 0);                    /* a tail call: see mutex_park */
+  }
+  return mutex_lock_general(pm, __builtin_return_address(0));
 }
 
 UPT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *pm) {
@@ -245,19 +247,31 @@ UPT_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
   return mutex_lock(me, m, type, 2, clock, abs);
 }
 
-UPT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm) {
+static __attribute__((noinline)) int mutex_unlock_general(pthread_mutex_t *pm, void *ra) {
   struct upt_mutex *m = (struct upt_mutex *)pm;
-  struct ursa__thread *tok;
+  struct upt_thread *me = upt_from_ursa(ra) ? NULL : upt_self();
   int type;
-  if (UPT_SOLO_NORMAL(m, tok)) {
-    if (m->owner != NULL) mutex_release(m);     /* glibc: unlocking a free NORMAL mutex is quiet */
-    return 0;
-  }
-  UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_mutex_unlock)(pm);
   UPT_POINT();                                  /* exploration: a scheduling point */
   if ((type = mutex_type(m)) < 0) return EINVAL;
   return mutex_unlock(me, m, type);
+}
+
+UPT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm) {
+  struct upt_mutex *m = (struct upt_mutex *)pm;
+  struct ursa__thread *tok;
+  if (upt_solo == 1 && m->kind == PTHREAD_MUTEX_NORMAL) {
+    /* A waiter in m's queue is an ursa thread parked by this layer, so m is the layer's and the
+     * caller need not be looked up (ursa__unpark_first_to answers false off a VP).  One VP: a
+     * queued waiter is a live one (a timed-out waiter's timer has taken it off the queue), so
+     * the hand-over does not fail.  The thread-ring's path: no frame, no other call. */
+    if (m->q.head != NULL && ursa__unpark_first_to(&m->q, 0, &m->owner)) return 0;
+    if ((tok = ursa__self_thread()) != NULL) {
+      m->owner = NULL;                          /* glibc: unlocking a free NORMAL mutex is quiet */
+      return 0;
+    }
+  }
+  return mutex_unlock_general(pm, __builtin_return_address(0));
 }
 
 UPT_EXPORT int pthread_mutex_consistent(pthread_mutex_t *pm) {

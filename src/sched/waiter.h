@@ -61,6 +61,11 @@ URSA__WAITER_API void ursa__unpark_thread(struct ursa__thread *t, int res);
 URSA__WAITER_API int  ursa__park_queued(int kind, void *obj, struct ursa__waitq *q, ursa__spin_t *lock,
                                         uint64_t deadline);
 URSA__WAITER_API bool ursa__unpark_first(struct ursa__waitq *q, int res);
+/* The same, storing the woken thread's descriptor into *slot before that thread can run (a
+ * mutex's owner word: the hand-over names the new owner, and the woken thread, with nothing left
+ * to do after its park, returns straight to its caller).  *slot is untouched when none is woken.
+ * False, touching nothing, when called outside a VP (a kernel thread that ursa did not make). */
+URSA__WAITER_API bool ursa__unpark_first_to(struct ursa__waitq *q, int res, struct ursa__thread **slot);
 /* One VP only: wakes t with res if it is still parked in q (not woken, not timed out), taking it
  * off q: whether it was (a cancel request ending a wait, say). */
 URSA__WAITER_API bool ursa__unpark_queued(struct ursa__waitq *q, struct ursa__thread *t, int res);
