@@ -865,6 +865,54 @@ static void case_mutex_handover(void) {
 }
 
 
+/* Timed lockers race the hand-over (an unlock names the first waiter the owner before it runs,
+ * src/pthread/sync.c, while that waiter's deadline may pass at the same moment on another VP):
+ * a lock that returned 0 is the caller's (mutual exclusion holds; an error-checking mutex lets it
+ * unlock), one that returned ETIMEDOUT is not (its unlock answers EPERM, and the mutex is not left
+ * owned by nobody: the others keep getting it).  Deadlines of 0-31 us make both outcomes common. */
+enum { TRACE_THREADS = 8, TRACE_ROUNDS = 3000 };
+static pthread_mutex_t trace_m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+static int trace_in;
+static long trace_got, trace_timeouts;            /* trace_got under trace_m; timeouts atomic */
+static void *trace_worker(void *a) {
+  unsigned r = (unsigned)(uintptr_t)a * 2654435761u + 1;
+  for (int i = 0; i < TRACE_ROUNDS; i++) {
+    int e;
+    r = r * 1103515245u + 12345u;
+    if ((r >> 16) % 3 == 0) {
+      e = pthread_mutex_lock(&trace_m);
+    } else {
+      struct timespec d;
+      clock_gettime(CLOCK_MONOTONIC, &d);
+      d.tv_nsec += (long)((r >> 8) % 32) * 1000;
+      if (d.tv_nsec >= 1000000000L) { d.tv_sec++; d.tv_nsec -= 1000000000L; }
+      e = pthread_mutex_clocklock(&trace_m, CLOCK_MONOTONIC, &d);
+    }
+    if (e == ETIMEDOUT) {
+      CHECK_EQ(pthread_mutex_unlock(&trace_m), EPERM);   /* not ours */
+      __atomic_add_fetch(&trace_timeouts, 1, __ATOMIC_RELAXED);
+      continue;
+    }
+    CHECK_EQ(e, 0);
+    CHECK_EQ(trace_in, 0);
+    trace_in = 1;
+    sched_yield();                                 /* hold it across a switch: others queue */
+    CHECK_EQ(trace_in, 1);
+    trace_in = 0;
+    trace_got++;
+    CHECK_EQ(pthread_mutex_unlock(&trace_m), 0);
+  }
+  return NULL;
+}
+static void case_mutex_timed_race(void) {
+  pthread_t t[TRACE_THREADS];
+  for (int i = 0; i < TRACE_THREADS; i++) t[i] = spawn(trace_worker, (void *)(uintptr_t)i);
+  for (int i = 0; i < TRACE_THREADS; i++) join(t[i]);
+  CHECK_EQ(trace_got + trace_timeouts, (long)TRACE_THREADS * TRACE_ROUNDS);
+  CHECK_EQ(pthread_mutex_trylock(&trace_m), 0);   /* free at the end */
+  CHECK_EQ(pthread_mutex_unlock(&trace_m), 0);
+}
+
 /* ---- I/O: system calls on sockets and pipes block only their thread (issue #18 item 4) ------- */
 
 /* A thread blocked in read() on an empty pipe does not stop a counter thread: at 1 VP the read
@@ -1249,7 +1297,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "sleep", case_sleep }, { "cancel", case_cancel }, { "ring", case_ring },
   { "return_from_main", case_return_from_main }, { "sched", case_sched },
   { "trylock_owned", case_trylock_owned }, { "deadlock_waits", case_deadlock_waits },
-  { "once_cancel", case_once_cancel }, { "mutex_handover", case_mutex_handover },
+  { "once_cancel", case_once_cancel }, { "mutex_handover", case_mutex_handover }, { "mutex_timed_race", case_mutex_timed_race },
   { "io_pipe", case_io_pipe }, { "io_echo", case_io_echo }, { "io_cancel", case_io_cancel },
   { "io_modes", case_io_modes }, { "io_poll", case_io_poll },
 };
