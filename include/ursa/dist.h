@@ -110,6 +110,26 @@ URSA_DIST_API int ursa_dist_barrier_wait(ursa_dist_barrier_t b);
 /* The barrier of the ranks' main threads (one waiter per rank), homed on rank 0. */
 URSA_DIST_API int ursa_dist_barrier_all(void);
 
+/* ---- The loop transport: N simulated ranks in one process, for tests ----------------------------
+ * ursa_dist_loop_run runs fn(arg) as the main of each of nranks ranks (1..URSA_DIST_LOOP_MAX), all
+ * in this process, as ursa threads, and returns when all have returned: 0, or the first non-zero
+ * value one returned.  Each fn calls ursa_dist_init(NULL, NULL), which joins its simulated rank
+ * (ursa_dist_rank tells which), then the layer as under MPI, and ursa_dist_finalize.  The network
+ * keeps MPI's order (FIFO per pair of ranks) and nothing more: which pair's message moves next
+ * is drawn from seed, so seeds explore the interleavings and one seed replays one (with
+ * URSA_VPS=1).  No MPI call is made.  A deadlock (no message moves for URSA_DIST_TIMEOUT_MS)
+ * prints the seed and the pending requests and ends the process with status 72.  Call from an
+ * ursa thread, one run at a time, never while the MPI layer runs here: -EPERM, -EBUSY, -EINVAL
+ * (nranks out of range, NULL fn). */
+#define URSA_DIST_LOOP_MAX 16
+URSA_DIST_API int ursa_dist_loop_run(int nranks, uint64_t seed, int (*fn)(void *arg), void *arg);
+/* Messages the last (or current) run delivered, and a hash of their order (replay checks). */
+URSA_DIST_API int ursa_dist_loop_stats(uint64_t *delivered, uint64_t *order_hash);
+/* A thread made by ursa_create (not by the layer) in a loop run belongs to no rank: it names its
+ * rank here before it calls the layer.  Under MPI: 0 when rank is this process's, else -EINVAL.
+ * -ENOTCONN outside a run and before ursa_dist_init; -EPERM outside an ursa thread. */
+URSA_DIST_API int ursa_dist_attach(int rank);
+
 /* Counters of this rank (for benchmarks and tests). */
 typedef struct ursa_dist_stats {
   uint64_t sent, received;       /* messages (not counting termination detection's)          */

@@ -92,7 +92,7 @@ struct hdr {                /* 40 bytes, then len bytes */
   uint32_t len;
 };
 
-struct dmsg { struct dmsg *next; int dst; struct hdr h; unsigned char data[]; };
+struct dmsg { struct dmsg *next; int dst, from; struct hdr h; unsigned char data[]; };
 
 struct dreq {                /* a pending request, on the requester's stack */
   uint64_t id, t0;
@@ -128,8 +128,10 @@ struct dthr {                /* a joinable thread run here for ursa_dist_create 
   size_t   len;
 };
 
+struct dstate;
 struct job {                 /* a spawn, between handle and ctx_run */
   struct job *next;
+  struct dstate *st;         /* the rank it runs on (the loop transport: its thread-specific value) */
   ursa_dist_fn fn;
   uint64_t seq;              /* the thread's id, 0 when detached */
   int      src;
@@ -149,11 +151,30 @@ struct ctx {                 /* what a handler leaves for after the lock */
 struct fnent { char name[64]; uint64_t hash; ursa_dist_fn fn; };
 struct held { struct held *next; uint64_t obj, tok; };
 
-static struct {
+/* The transport boundary: the few calls that move bytes between ranks, made by the progress thread
+ * of the rank only.  mpi_transport (MPI, one rank per process) and loop_transport (N simulated
+ * ranks in one process, ursa_dist_loop_run). */
+struct transport {
+  const char *name;
+  int  (*start)(void);          /* sets D.rank, D.size; 0 or a negative errno                       */
+  void (*send)(struct dmsg *m); /* takes m (to m->dst), never blocks; FIFO per (source, destination) */
+  int  (*pending)(void);        /* sends not complete yet (their buffers still in use)              */
+  /* the next message to this rank or NULL; valid until the next call; *from: the sending rank */
+  const struct hdr *(*recv)(int *from, const unsigned char **data);
+  bool (*finish)(void);         /* the last barrier, non-blocking: true once every rank reached it  */
+  void (*stop)(void);           /* after finish: releases the transport                             */
+};
+
+struct dstate {
   ursa__spin_t lock;
   int state;                                  /* 0 off, 1 running, 2 finalized */
   int rank, size;
   bool smp, own_mpi;
+  const struct transport *T;
+  /* the loop transport: this rank's delivered messages (guarded by L.lock), the last one handed
+   * to recv (freed at the next), whether it reached finish */
+  bool loop, loop_finished;
+  struct dmsg *in_head, *in_tail, *last_in;
   int *argc; char ***argv;
   MPI_Comm comm;
   ursa_thread_t prog;
@@ -187,7 +208,21 @@ static struct {
   uint64_t wave; bool wave_active, prev_ok; int wave_replies; bool wave_idle;
   uint64_t wave_s, wave_r, prev_s, prev_r, next_wave_at;
   ursa_dist_stats_t st;
-} D;
+};
+
+/* The state of this process's rank (MPI), or, in a loop run, of the rank of the calling ursa thread
+ * (its value of loop_key: set for a rank's main, its progress thread, the threads the layer creates
+ * for it and those ursa_dist_attach names).  loop_used: set once (before the first loop run's
+ * threads exist, so every reader sees it: ursa_create orders it), never cleared. */
+static struct dstate D_one;
+static bool loop_used;
+static ursa_key_t loop_key;
+static inline struct dstate *dstate(void) {
+  if (__builtin_expect(!__atomic_load_n(&loop_used, __ATOMIC_RELAXED), 1)) return &D_one;
+  struct dstate *s = ursa_getspecific(loop_key);
+  return s ? s : &D_one;
+}
+#define D (*dstate())
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
@@ -215,9 +250,11 @@ static _Noreturn void fail_stop(int code) {
   _exit(code);
 }
 
+static void loop_seed_note(void);
 static _Noreturn __attribute__((format(printf, 1, 2))) void die(const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "ursa dist: rank %d: ", D.rank);
+  if (D.loop) loop_seed_note();
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
@@ -296,6 +333,7 @@ static void send_raw(int dst, const struct hdr *h, const void *data) {
   if (m == NULL) die("out of memory (send)");
   m->next = NULL;
   m->dst = dst;
+  m->from = D.rank;
   m->h = *h;
   if (h->len) memcpy(m->data, data, h->len);
   if (D.out_tail) D.out_tail->next = m; else D.out_head = m;
@@ -366,6 +404,7 @@ static struct dthr *thr_find(uint64_t seq, struct dthr ***where) {
 static void *tramp(void *p) {
   struct job *j = p;
   struct ctx c = {0};
+  if (j->st != &D_one) ursa_setspecific(loop_key, j->st);   /* a simulated rank's thread */
   unsigned char *res = malloc(URSA_DIST_RES_MAX);
   ssize_t rc = res ? j->fn(j->arg, j->len, res, URSA_DIST_RES_MAX) : -ENOMEM;
   if (rc > (ssize_t)URSA_DIST_RES_MAX) rc = -EMSGSIZE;
@@ -497,6 +536,7 @@ static void spawn_here(struct ctx *c, const struct hdr *h, const void *data) {
   if (j && !(h->flags & URSA_DIST_DETACHED) && (d = calloc(1, sizeof *d)) == NULL) { free(j); j = NULL; }
   if (j == NULL) { reply(c, h->src, h->req, -ENOMEM, NULL, 0, 0); return; }
   j->fn = fn;
+  j->st = &D;
   j->seq = 0;
   j->src = h->src;
   j->req = h->req;
@@ -663,11 +703,6 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
 
 /* ---- the progress thread ---------------------------------------------------------------------------- */
 
-static MPI_Request *sreq;
-static struct dmsg **smsg;
-static int nsend, capsend;
-static unsigned char *rbuf;
-
 static bool local_idle(void) { return D.main_done && D.live == 0 && D.nreq == 0 && D.out_head == NULL; }
 
 /* Rank 0, lock held: start a wave, or conclude one. */
@@ -700,7 +735,7 @@ static void waves(uint64_t t) {
   D.prev_ok = ok;
   D.prev_s = D.wave_s;
   D.prev_r = D.wave_r;
-  D.next_wave_at = t + (ok ? 0 : 20000);             /* 20 us between failed waves */
+  D.next_wave_at = t + (ok || D.loop ? 0 : 20000);   /* 20 us between failed waves (none in a loop run: no clock) */
 }
 
 /* Every 100 ms, lock held.  A request may wait as long as the program makes it (a lock held, an
@@ -753,70 +788,14 @@ static int env_us(const char *name, uint64_t def, uint64_t *out) {
   return 0;
 }
 
-static int sends_flush(void) {
-  int sent = 0;
-  lock();
-  struct dmsg *m = D.out_head;
-  D.out_head = D.out_tail = NULL;
-  __atomic_store_n(&D.nout, 0, __ATOMIC_RELAXED);
-  unlock();
-  while (m) {
-    struct dmsg *next = m->next;
-    if (nsend == capsend) {
-      int n = capsend ? 2 * capsend : 64;
-      sreq = realloc(sreq, (size_t)n * sizeof *sreq);
-      smsg = realloc(smsg, (size_t)n * sizeof *smsg);
-      if (!sreq || !smsg) die("out of memory (send queue)");
-      capsend = n;
-    }
-    MPICHK(MPI_Isend(&m->h, (int)(sizeof m->h + m->h.len), MPI_BYTE, m->dst, TAG, D.comm, &sreq[nsend]));
-    smsg[nsend++] = m;
-    m = next;
-    sent++;
-  }
-  if (nsend) {
-    int idx[64], n = 0;
-    int cnt = nsend < 64 ? nsend : 64;
-    MPI_Status sts[64];                     /* (MPI_STATUSES_IGNORE trips gcc's -Wstringop-overflow on MPICH's header) */
-    MPICHK(MPI_Testsome(cnt, sreq, &n, idx, sts));
-    if (n > 0 && n != MPI_UNDEFINED) {
-      for (int k = 0; k < n; k++) { free(smsg[idx[k]]); smsg[idx[k]] = NULL; }
-      int j = 0;
-      for (int k = 0; k < nsend; k++)
-        if (smsg[k]) { smsg[j] = smsg[k]; sreq[j] = sreq[k]; j++; }
-      nsend = j;
-    }
-  }
-  return sent;
-}
+/* ---- the MPI transport (one rank per process) ------------------------------------------------------ */
 
-static int receive(void) {
-  int n = 0;
-  while (n < POLL_BUDGET) {
-    int flag, len;
-    MPI_Message mm;
-    MPI_Status st;
-    MPICHK(MPI_Improbe(MPI_ANY_SOURCE, TAG, D.comm, &flag, &mm, &st));
-    if (!flag) break;
-    MPICHK(MPI_Get_count(&st, MPI_BYTE, &len));
-    if (len < (int)sizeof(struct hdr) || len > (int)(sizeof(struct hdr) + URSA_DIST_ARG_MAX))
-      die("a message of %d bytes: protocol error", len);
-    MPICHK(MPI_Mrecv(rbuf, len, MPI_BYTE, &mm, MPI_STATUS_IGNORE));
-    struct hdr h;
-    memcpy(&h, rbuf, sizeof h);
-    struct ctx c = {0};
-    lock();
-    if (D.timeout_ns) D.heard[st.MPI_SOURCE] = now_ns();
-    handle(&c, &h, rbuf + sizeof h);
-    unlock();
-    ctx_run(&c);
-    n++;
-  }
-  return n;
-}
+static MPI_Request *sreq;          /* Isends in flight and their messages (the progress thread's) */
+static struct dmsg **smsg;
+static int nsend, capsend;
+static unsigned char *rbuf;
 
-static void *progress(void *unused) {
-  (void)unused;
+static int mpi_start(void) {
   int inited = 0, prov = 0, rc = 0;
   MPI_Initialized(&inited);
   if (!inited) {
@@ -841,10 +820,218 @@ static void *progress(void *unused) {
     MPICHK(MPI_Comm_rank(D.comm, &D.rank));
     MPICHK(MPI_Comm_size(D.comm, &D.size));
     rbuf = malloc(sizeof(struct hdr) + URSA_DIST_ARG_MAX);
+    if (rbuf == NULL) rc = -ENOMEM;
+  }
+  return rc;
+}
+
+static void mpi_send(struct dmsg *m) {
+  if (nsend == capsend) {
+    int n = capsend ? 2 * capsend : 64;
+    sreq = realloc(sreq, (size_t)n * sizeof *sreq);
+    smsg = realloc(smsg, (size_t)n * sizeof *smsg);
+    if (!sreq || !smsg) die("out of memory (send queue)");
+    capsend = n;
+  }
+  MPICHK(MPI_Isend(&m->h, (int)(sizeof m->h + m->h.len), MPI_BYTE, m->dst, TAG, D.comm, &sreq[nsend]));
+  smsg[nsend++] = m;
+}
+
+static int mpi_pending(void) {
+  if (nsend) {
+    int idx[64], n = 0;
+    int cnt = nsend < 64 ? nsend : 64;
+    MPI_Status sts[64];                     /* (MPI_STATUSES_IGNORE trips gcc's -Wstringop-overflow on MPICH's header) */
+    MPICHK(MPI_Testsome(cnt, sreq, &n, idx, sts));
+    if (n > 0 && n != MPI_UNDEFINED) {
+      for (int k = 0; k < n; k++) { free(smsg[idx[k]]); smsg[idx[k]] = NULL; }
+      int j = 0;
+      for (int k = 0; k < nsend; k++)
+        if (smsg[k]) { smsg[j] = smsg[k]; sreq[j] = sreq[k]; j++; }
+      nsend = j;
+    }
+  }
+  return nsend;
+}
+
+static const struct hdr *mpi_recv(int *from, const unsigned char **data) {
+  int flag, len;
+  MPI_Message mm;
+  MPI_Status st;
+  MPICHK(MPI_Improbe(MPI_ANY_SOURCE, TAG, D.comm, &flag, &mm, &st));
+  if (!flag) return NULL;
+  MPICHK(MPI_Get_count(&st, MPI_BYTE, &len));
+  if (len < (int)sizeof(struct hdr) || len > (int)(sizeof(struct hdr) + URSA_DIST_ARG_MAX))
+    die("a message of %d bytes: protocol error", len);
+  MPICHK(MPI_Mrecv(rbuf, len, MPI_BYTE, &mm, MPI_STATUS_IGNORE));
+  *from = st.MPI_SOURCE;
+  *data = rbuf + sizeof(struct hdr);
+  return (const struct hdr *)(void *)rbuf;
+}
+
+/* No rank finalizes while another still needs its sends: a non-blocking barrier. */
+static MPI_Request fin_req;
+static bool fin_started;
+static bool mpi_finish(void) {
+  int done = 0;
+  if (!fin_started) { MPICHK(MPI_Ibarrier(D.comm, &fin_req)); fin_started = true; }
+  MPICHK(MPI_Test(&fin_req, &done, MPI_STATUS_IGNORE));
+  if (done) fin_started = false;
+  return done;
+}
+
+static void mpi_stop(void) {
+  MPI_Comm_free(&D.comm);
+  if (D.own_mpi) MPI_Finalize();
+  free(rbuf); rbuf = NULL;
+  free(sreq); free(smsg); sreq = NULL; smsg = NULL; nsend = capsend = 0;
+}
+
+static const struct transport mpi_transport = {"mpi", mpi_start, mpi_send, mpi_pending, mpi_recv, mpi_finish, mpi_stop};
+
+/* ---- the loop transport (N simulated ranks in one process, for tests) ------------------------------
+ *
+ * The network is n x n FIFO queues, one per (source, destination) pair: the only order MPI
+ * promises (non-overtaking per pair on one communicator and tag).  A progress thread that polls
+ * (recv) first lets the network deliver: with probability 3/4 it moves the head of one non-empty
+ * pair queue, picked by a seeded generator (xorshift64*), to its destination's inbox, so any
+ * interleaving of different pairs' messages can happen and a seed names one; then it takes the
+ * head of its own inbox.  Everything under L.lock.  With one VP the scheduler's order is fixed
+ * too, so a seed replays a run (tests/dist print it).  A run in which no counted message moves for
+ * URSA_DIST_TIMEOUT_MS while requests wait is a deadlock of the protocol: the run prints its seed
+ * and every rank's pending requests and ends the process (status 72). */
+static struct {
+  ursa__spin_t lock;
+  bool active;
+  int n, finished;
+  uint64_t seed, rng, delivered, hash, last_event, stall_ns;
+  struct dstate *st;                  /* n states */
+  struct dmsg **qh, **qt;             /* n * n pair queues, src * n + dst */
+  int queued;
+} L;
+
+static void loop_seed_note(void) { fprintf(stderr, "(loop transport, %d ranks, seed %llu) ", L.n, (unsigned long long)L.seed); }
+
+static uint64_t loop_rand(void) {     /* xorshift64*; L.lock held */
+  L.rng ^= L.rng >> 12; L.rng ^= L.rng << 25; L.rng ^= L.rng >> 27;
+  return L.rng * 2685821657736338717ull;
+}
+
+static int loop_start(void) { return 0; }   /* rank and size set by ursa_dist_loop_run */
+
+static void loop_send(struct dmsg *m) {
+  ursa__obj_lock(&L.lock);
+  int q = m->from * L.n + m->dst;
+  m->next = NULL;
+  if (L.qt[q]) L.qt[q]->next = m; else L.qh[q] = m;
+  L.qt[q] = m;
+  L.queued++;
+  ursa__obj_unlock(&L.lock);
+}
+
+static int loop_pending(void) { return 0; }  /* a queued message is the network's */
+
+static void loop_stall(uint64_t t);
+static const struct hdr *loop_recv(int *from, const unsigned char **data) {
+  struct dstate *me = &D;
+  struct dmsg *m;
+  free(me->last_in);
+  me->last_in = NULL;
+  ursa__obj_lock(&L.lock);
+  if (L.queued && loop_rand() % 4 != 0) {
+    int nonempty = 0, k, q;
+    for (q = 0; q < L.n * L.n; q++) nonempty += L.qh[q] != NULL;
+    k = (int)(loop_rand() % (uint64_t)nonempty);
+    for (q = 0; q < L.n * L.n; q++)
+      if (L.qh[q] && k-- == 0) break;
+    m = L.qh[q];
+    L.qh[q] = m->next;
+    if (L.qh[q] == NULL) L.qt[q] = NULL;
+    L.queued--;
+    struct dstate *to = &L.st[m->dst];
+    m->next = NULL;
+    if (to->in_tail) to->in_tail->next = m; else to->in_head = m;
+    to->in_tail = m;
+    L.delivered++;
+    L.hash = (L.hash ^ (uint64_t)(q * 64 + m->h.kind)) * 1099511628211ull;   /* the order, for replay checks */
+    if (m->h.kind < K_PROBE) L.last_event = 0;
+  }
+  m = me->in_head;
+  if (m) { me->in_head = m->next; if (me->in_head == NULL) me->in_tail = NULL; }
+  else if (L.stall_ns) {
+    uint64_t t = now_ns();
+    if (L.last_event == 0) L.last_event = t;
+    else if (t - L.last_event > L.stall_ns) loop_stall(t);
+  }
+  ursa__obj_unlock(&L.lock);
+  if (m == NULL) return NULL;
+  me->last_in = m;
+  *from = m->from;
+  *data = m->data;
+  return &m->h;
+}
+
+static bool loop_finish(void) {
+  bool all;
+  ursa__obj_lock(&L.lock);
+  if (!D.loop_finished) { D.loop_finished = true; L.finished++; }
+  all = L.finished == L.n;
+  ursa__obj_unlock(&L.lock);
+  if (!all) (void)loop_recv(&(int){0}, &(const unsigned char *){NULL});   /* keep delivering for the others */
+  return all;
+}
+
+static void loop_stop(void) { free(D.last_in); D.last_in = NULL; }
+
+static const struct transport loop_transport = {"loop", loop_start, loop_send, loop_pending, loop_recv, loop_finish, loop_stop};
+
+/* ---- the progress loop, on either transport ----------------------------------------------------------- */
+
+static int sends_flush(int *pend) {
+  int sent = 0;
+  lock();
+  struct dmsg *m = D.out_head;
+  D.out_head = D.out_tail = NULL;
+  __atomic_store_n(&D.nout, 0, __ATOMIC_RELAXED);
+  unlock();
+  while (m) {
+    struct dmsg *next = m->next;
+    D.T->send(m);
+    m = next;
+    sent++;
+  }
+  *pend = D.T->pending();
+  return sent;
+}
+
+static int receive(void) {
+  int n = 0;
+  while (n < POLL_BUDGET) {
+    int from = 0;
+    const unsigned char *data = NULL;
+    const struct hdr *hp = D.T->recv(&from, &data);
+    if (hp == NULL) break;
+    struct hdr h;
+    memcpy(&h, hp, sizeof h);
+    struct ctx c = {0};
+    lock();
+    if (D.timeout_ns) D.heard[from] = now_ns();
+    handle(&c, &h, data);
+    unlock();
+    ctx_run(&c);
+    n++;
+  }
+  return n;
+}
+
+static void *progress(void *self) {
+  if (self != &D_one) ursa_setspecific(loop_key, self);   /* a simulated rank's progress thread */
+  int pend = 0, rc = D.T->start();
+  if (rc == 0) {
     D.load_est = calloc((size_t)D.size, sizeof *D.load_est);
     D.heard = calloc((size_t)D.size, sizeof *D.heard);
     D.pinged = calloc((size_t)D.size, sizeof *D.pinged);
-    if (rbuf == NULL || !D.load_est || !D.heard || !D.pinged || D.size > 65535) rc = D.size > 65535 ? -EINVAL : -ENOMEM;
+    if (!D.load_est || !D.heard || !D.pinged || D.size > 65535) rc = D.size > 65535 ? -EINVAL : -ENOMEM;
     else for (int r = 0; r < D.size; r++) D.heard[r] = now_ns();
   }
   if (rc == 0 && D.rank == 0) {                          /* object 0 of rank 0: ursa_dist_barrier_all */
@@ -864,26 +1051,26 @@ static void *progress(void *unused) {
     __atomic_fetch_add(&D.st.polls, 1, __ATOMIC_RELAXED);          /* read by ursa_dist_stats */
     if (__atomic_load_n(&D.ndone, __ATOMIC_RELAXED)) reap();
     /* a message sent counts as activity: its answer comes soon, so the backoff starts over */
-    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) || nsend) n += sends_flush();
+    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) || pend) n += sends_flush(&pend);
     n += receive();
     /* answers the handlers queued go out before this thread yields: the thread it wakes may
      * compute for long without blocking (then, with one VP, this thread would not run) */
-    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED)) n += sends_flush();
+    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED)) n += sends_flush(&pend);
     uint64_t t = 0;
     if (D.rank == 0 || D.timeout_ns) t = now_ns();
     lock();
     if (D.rank == 0) waves(t);
     bool stop = D.shutdown && D.out_head == NULL;
     unlock();
-    if (stop && nsend == 0) break;
+    if (stop && pend == 0) break;
     if (t >= next_watch) {
       lock();
       watchdog(t);
       unlock();
       next_watch = t + 100000000;
     }
-    if (n || __atomic_load_n(&D.nout, __ATOMIC_RELAXED) || nsend) { idle_since = 0; ursa_yield(); continue; }
-    if (ursa__vp_others_ready()) { idle_since = 0; ursa_yield(); continue; }
+    if (n || __atomic_load_n(&D.nout, __ATOMIC_RELAXED) || pend) { idle_since = 0; ursa_yield(); continue; }
+    if (ursa__vp_others_ready() || D.loop) { idle_since = 0; ursa_yield(); continue; }   /* loop: no backoff */
     t = now_ns();
     if (idle_since == 0) idle_since = t;
     uint64_t d = t - idle_since;
@@ -902,19 +1089,13 @@ static void *progress(void *unused) {
     __atomic_store_n(&D.sleeping, 0, __ATOMIC_SEQ_CST);
     while (ursa_sem_trywait(&D.kick) == 0) {}
   }
-  /* every rank is done: a non-blocking barrier so that no rank finalizes while another still
-   * needs its sends, then MPI_Finalize if we initialized MPI */
-  MPI_Request b;
-  int done = 0;
-  MPICHK(MPI_Ibarrier(D.comm, &b));
-  while (!done) {
-    MPICHK(MPI_Test(&b, &done, MPI_STATUS_IGNORE));
-    if (!done) ursa_sleep_ns(20000);
+  /* every rank is done: the transport's last barrier (no rank finalizes while another still
+   * needs its sends), then it stops (MPI_Finalize if we initialized MPI) */
+  while (!D.T->finish()) {
+    if (D.loop) ursa_yield();
+    else ursa_sleep_ns(20000);
   }
-  MPI_Comm_free(&D.comm);
-  if (D.own_mpi) MPI_Finalize();
-  free(rbuf); rbuf = NULL;
-  free(sreq); free(smsg); sreq = NULL; smsg = NULL; nsend = capsend = 0;
+  D.T->stop();
   return NULL;
 }
 
@@ -949,6 +1130,8 @@ int ursa_dist_init(int *argc, char ***argv) {
     return rc;
   D.spin_ns *= 1000; D.yield_ns *= 1000; D.sleep_ns *= 1000; D.timeout_ns *= 1000000;
   D.deep_after_ns *= 1000000; D.deep_sleep_ns *= 1000;
+  D.T = D.loop ? &loop_transport : &mpi_transport;
+  if (D.loop) D.timeout_ns = 0;         /* no rank stalls alone in one process: loop_stall watches */
   if (D.sleep_ns == 0) D.sleep_ns = 1000;
   if (D.deep_sleep_ns == 0) D.deep_sleep_ns = 1000;
   if (!once) { ursa__waitkind_register(URSA__W_DIST, &dist_kind); once = 1; }
@@ -963,7 +1146,7 @@ int ursa_dist_init(int *argc, char ***argv) {
   ursa_attr_setbound(&a, 1);
   ursa_attr_setname(&a, "ursa-dist-progress");
   ursa_attr_setstacksize(&a, 4u << 20);       /* MPI_Init and UCX run deep on it (a 64 KiB stack overflowed) */
-  rc = ursa_create(&D.prog, &a, progress, NULL);
+  rc = ursa_create(&D.prog, &a, progress, &D);
   ursa_attr_destroy(&a);
   if (rc) return rc;
   ursa_sem_wait(&D.ready);
@@ -1212,4 +1395,104 @@ int ursa_dist_stats(ursa_dist_stats_t *out) {
   out->received = D.recvd;
   unlock();
   return 0;
+}
+
+/* ---- the loop transport's runs ---------------------------------------------------------------------- */
+
+/* L.lock held: no counted message moved for URSA_DIST_TIMEOUT_MS: the protocol is stuck. */
+static void loop_stall(uint64_t t) {
+  (void)t;
+  fprintf(stderr, "ursa dist: loop transport, %d ranks, seed %llu: no message moved for URSA_DIST_TIMEOUT_MS=%llu "
+                  "(%llu delivered): a deadlock of the protocol; pending requests:\n",
+          L.n, (unsigned long long)L.seed, (unsigned long long)(L.stall_ns / 1000000), (unsigned long long)L.delivered);
+  for (int r = 0; r < L.n; r++) {
+    struct dstate *s = &L.st[r];
+    fprintf(stderr, "  rank %d: main %s, %d live threads\n", r, s->main_done ? "in finalize" : "running", s->live);
+    for (int i = 0; i < s->nslots; i++) {
+      struct dreq *q = s->slots[i];
+      if (q) fprintf(stderr, "    %s -> rank %d\n", kind_name[q->kind], q->dst == URSA_RANK_ANY ? 0 : q->dst);
+    }
+  }
+  fail_stop(72);
+}
+
+struct loop_main { int (*fn)(void *); void *arg; struct dstate *st; int rc; };
+
+static void *loop_main(void *p) {
+  struct loop_main *m = p;
+  ursa_setspecific(loop_key, m->st);
+  m->rc = m->fn(m->arg);
+  return NULL;
+}
+
+int ursa_dist_loop_run(int nranks, uint64_t seed, int (*fn)(void *arg), void *arg) {
+  static int key_made;
+  int rc = 0;
+  if (nranks < 1 || nranks > URSA_DIST_LOOP_MAX || fn == NULL) return -EINVAL;
+  if (ursa__self_thread() == NULL) return -EPERM;
+  if (__atomic_load_n(&D_one.state, __ATOMIC_ACQUIRE) == 1 || L.active) return -EBUSY;
+  uint64_t stall;
+  if ((rc = env_us("URSA_DIST_TIMEOUT_MS", 5000, &stall)) != 0) return rc;
+  if (!key_made) {
+    if ((rc = ursa_key_create(&loop_key, NULL)) != 0) return rc;
+    key_made = 1;
+    __atomic_store_n(&loop_used, true, __ATOMIC_RELAXED);   /* before any thread of the run exists */
+  }
+  struct loop_main *mains = calloc((size_t)nranks, sizeof *mains);
+  ursa_thread_t *ts = calloc((size_t)nranks, sizeof *ts);
+  L.st = calloc((size_t)nranks, sizeof *L.st);
+  L.qh = calloc((size_t)nranks * (size_t)nranks, sizeof *L.qh);
+  L.qt = calloc((size_t)nranks * (size_t)nranks, sizeof *L.qt);
+  if (!mains || !ts || !L.st || !L.qh || !L.qt) {
+    free(mains); free(ts); free(L.st); free(L.qh); free(L.qt);
+    L.st = NULL; L.qh = L.qt = NULL;
+    return -ENOMEM;
+  }
+  L.n = nranks;
+  L.finished = 0;
+  L.queued = 0;
+  L.seed = seed;
+  L.rng = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+  if (L.rng == 0) L.rng = 1;
+  L.delivered = 0;
+  L.hash = 1469598103934665603ull;
+  L.last_event = 0;
+  L.stall_ns = stall * 1000000;
+  L.active = true;
+  int made = 0;
+  for (int r = 0; r < nranks; r++) {
+    L.st[r].rank = r;
+    L.st[r].size = nranks;
+    L.st[r].loop = true;
+    mains[r] = (struct loop_main){fn, arg, &L.st[r], 0};
+    if ((rc = ursa_create(&ts[r], NULL, loop_main, &mains[r])) != 0) break;
+    made++;
+  }
+  for (int r = 0; r < made; r++) ursa_join(ts[r], NULL);
+  for (int r = 0; rc == 0 && r < nranks; r++)
+    if (mains[r].rc) rc = mains[r].rc;
+  for (int q = 0; q < nranks * nranks; q++)
+    while (L.qh[q]) { struct dmsg *m = L.qh[q]; L.qh[q] = m->next; free(m); }
+  for (int r = 0; r < nranks; r++)
+    while (L.st[r].in_head) { struct dmsg *m = L.st[r].in_head; L.st[r].in_head = m->next; free(m); }
+  free(mains); free(ts); free(L.st); free(L.qh); free(L.qt);
+  L.st = NULL; L.qh = L.qt = NULL;
+  L.active = false;
+  return rc;
+}
+
+int ursa_dist_loop_stats(uint64_t *delivered, uint64_t *order_hash) {
+  if (delivered) *delivered = L.delivered;
+  if (order_hash) *order_hash = L.hash;
+  return 0;
+}
+
+int ursa_dist_attach(int rank) {
+  if (ursa__self_thread() == NULL) return -EPERM;
+  if (L.active) {
+    if (rank < 0 || rank >= L.n) return -EINVAL;
+    return ursa_setspecific(loop_key, &L.st[rank]);
+  }
+  if (!running()) return -ENOTCONN;
+  return rank == D.rank ? 0 : -EINVAL;
 }

@@ -12,19 +12,30 @@
 #include <errno.h>
 #include <mpi.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int rank = -1, size = -1;
+/* The rank and size of the calling thread's rank: under MPI the process's; over the loop transport
+ * (--loop) the simulated rank's, so the tests' code is the same for both. */
+#define rank (ursa_dist_rank())
+#define size (ursa_dist_size())
+static uint64_t loop_seed;                 /* the loop run's seed, in failure messages */
+static int loop_n;                         /* 0 under MPI */
 
+static void fail_note(void) {
+  if (loop_n) fprintf(stderr, "  (loop transport, %d ranks, seed %llu: rerun with ursa_dist_tests --loop %d NAME %llu 1)\n",
+                      loop_n, (unsigned long long)loop_seed, loop_n, (unsigned long long)loop_seed);
+  fflush(stderr);
+}
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "FAIL rank %d: %s:%d: `%s`\n", rank, __FILE__, __LINE__, #c); \
-                                  fflush(stderr); _exit(1); } } while (0)
+                                  fail_note(); _exit(1); } } while (0)
 #define CHECK_EQ(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); if (a_ != b_) { \
     fprintf(stderr, "FAIL rank %d: %s:%d: %s == %lld, expected %s == %lld\n", rank, __FILE__, __LINE__, #a, a_, #b, b_); \
-    fflush(stderr); _exit(1); } } while (0)
+    fail_note(); _exit(1); } } while (0)
 #define OK(call) CHECK_EQ((call), 0)
 
 /* ---- registered functions ------------------------------------------------------------------------ */
@@ -415,9 +426,16 @@ static void t_barrier(void) {
   }
 }
 
+static ursa_dist_thread_t join_target;
+static int join_rank;
 static void *join_helper(void *p) {
-  return (void *)(intptr_t)ursa_dist_join(*(ursa_dist_thread_t *)p, NULL, 0, NULL);
+  (void)p;
+  int rc = ursa_dist_attach(join_rank);        /* a thread of ursa_create: of no rank in a loop run */
+  if (rc) return (void *)(intptr_t)rc;
+  return (void *)(intptr_t)ursa_dist_join(join_target, NULL, 0, NULL);
 }
+
+static int loop_rank_main(void *arg);
 
 /* every bad input gets its error on the caller */
 static void t_bad_input(void) {
@@ -454,8 +472,10 @@ static void t_bad_input(void) {
   OK(ursa_dist_create(&a, r, "wait_ivar", &v, sizeof v, 0));
   ursa_thread_t h1, h2;
   void *r1, *r2;
-  OK(ursa_create(&h1, NULL, join_helper, &a));
-  OK(ursa_create(&h2, NULL, join_helper, &a));
+  join_target = a;
+  join_rank = rank;
+  OK(ursa_create(&h1, NULL, join_helper, NULL));
+  OK(ursa_create(&h2, NULL, join_helper, NULL));
   for (int k = 0; k < 3; k++) ursa_yield();
   OK(ursa_dist_ivar_write(v, &x, sizeof x));
   OK(ursa_join(h1, &r1));
@@ -514,6 +534,13 @@ static void t_bad_input(void) {
   ursa_dist_barrier_t b;
   CHECK_EQ(ursa_dist_barrier_create(r, 0, &b), -EINVAL);
   CHECK_EQ(ursa_dist_stats(NULL), -EINVAL);
+  CHECK_EQ(ursa_dist_attach(size), -EINVAL);
+  CHECK_EQ(ursa_dist_attach(-1), -EINVAL);
+  OK(ursa_dist_attach(rank));
+  CHECK_EQ(ursa_dist_loop_run(2, 1, NULL, NULL), -EINVAL);
+  CHECK_EQ(ursa_dist_loop_run(0, 1, loop_rank_main, NULL), -EINVAL);
+  CHECK_EQ(ursa_dist_loop_run(URSA_DIST_LOOP_MAX + 1, 1, loop_rank_main, NULL), -EINVAL);
+  CHECK_EQ(ursa_dist_loop_run(2, 1, loop_rank_main, NULL), -EBUSY);      /* the layer runs here */
 }
 
 /* rank size-1 dies (SIGKILL) while rank 0 waits on it: the job must end non-zero (the CTest
@@ -565,8 +592,69 @@ static const struct test tests[] = {
   {"termination", t_termination},
 };
 
+/* --loop: the main of each simulated rank */
+static int loop_rank_main(void *arg) {
+  const struct test *t = arg;
+  OK(ursa_dist_init(NULL, NULL));
+  CHECK(rank >= 0 && rank < size);
+  CHECK_EQ(size, loop_n);
+  register_all();
+  OK(ursa_dist_barrier_all());
+  t->fn();
+  OK(ursa_dist_finalize());
+  return 0;
+}
+
+/* ursa_dist_tests --loop N NAME FIRST COUNT: test NAME over the loop transport with N simulated
+ * ranks, once per seed FIRST .. FIRST+COUNT-1 (a failure prints its seed; COUNT 1 replays it).
+ * --replay N NAME SEED: runs the seed twice and checks that the network delivered the same
+ * messages in the same order (with URSA_VPS=1 a seed names one run). */
+static int loop_cli(int argc, char **argv, const struct test *tests_, size_t ntests) {
+  bool replay = strcmp(argv[1], "--replay") == 0;
+  if (argc < (replay ? 5 : 6)) { fprintf(stderr, "usage: ursa_dist_tests --loop N NAME FIRST COUNT | --replay N NAME SEED\n"); return 2; }
+  const struct test *t = NULL;
+  for (size_t i = 0; i < ntests; i++)
+    if (strcmp(argv[3], tests_[i].name) == 0) t = &tests_[i];
+  if (t == NULL || t->fn == t_rank_death || t->fn == t_stuck_rank) {
+    fprintf(stderr, "ursa_dist_tests: %s: no such test over the loop transport\n", argv[3]);
+    return 2;
+  }
+  loop_n = atoi(argv[2]);
+  uint64_t first = strtoull(argv[4], NULL, 10), count = replay ? 2 : strtoull(argv[5], NULL, 10);
+  OK(ursa_init(NULL));
+  uint64_t d0 = 0, h0 = 0;
+  for (uint64_t i = 0; i < count; i++) {
+    loop_seed = replay ? first : first + i;
+    hops_here = 0;
+    int rc = ursa_dist_loop_run(loop_n, loop_seed, loop_rank_main, (void *)t);
+    if (rc) { fprintf(stderr, "FAIL: ursa_dist_loop_run: %d\n", rc); fail_note(); return 1; }
+    if (t->fn == t_termination && hops_here != 60) {
+      fprintf(stderr, "FAIL: %d hops ran before finalize returned, expected 60\n", hops_here);
+      fail_note();
+      return 1;
+    }
+    uint64_t d, h;
+    ursa_dist_loop_stats(&d, &h);
+    if (replay && i == 0) { d0 = d; h0 = h; }
+    if (replay && i == 1 && (d != d0 || h != h0)) {
+      fprintf(stderr, "FAIL: seed %llu delivered %llu messages (order %016llx), then %llu (order %016llx)\n",
+              (unsigned long long)loop_seed, (unsigned long long)d0, (unsigned long long)h0,
+              (unsigned long long)d, (unsigned long long)h);
+      return 1;
+    }
+  }
+  OK(ursa_fini());
+  if (replay) printf("dist %s: seed %llu replayed (%llu messages in the same order) on %d loop ranks\n", t->name,
+                     (unsigned long long)first, (unsigned long long)d0, loop_n);
+  else printf("dist %s: ok on %d loop ranks, seeds %llu..%llu\n", t->name, loop_n, (unsigned long long)first,
+              (unsigned long long)(first + count - 1));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const struct test *t = NULL;
+  if (argc >= 2 && (strcmp(argv[1], "--loop") == 0 || strcmp(argv[1], "--replay") == 0))
+    return loop_cli(argc, argv, tests, sizeof tests / sizeof tests[0]);
   if (argc == 2 && strcmp(argv[1], "--list") == 0) {
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) printf("%s\n", tests[i].name);
     return 0;
@@ -589,21 +677,20 @@ int main(int argc, char **argv) {
   CHECK_EQ(ursa_dist_mutex_lock(mx), -ENOTCONN);
   OK(ursa_dist_init(&argc, &argv));
   CHECK_EQ(ursa_dist_init(&argc, &argv), -EALREADY);
-  rank = ursa_dist_rank();
-  size = ursa_dist_size();
   CHECK(rank >= 0 && rank < size);
   register_all();
   OK(ursa_dist_barrier_all());                           /* every rank has registered */
   t->fn();
+  int my_rank = rank, my_size = size;
   OK(ursa_dist_finalize());
   CHECK_EQ(ursa_dist_rank(), -ENOTCONN);
   OK(ursa_fini());
   if (own_mpi) {                                         /* MPI outlives the layer: count the hops */
     int total = 0;
     MPI_Reduce(&hops_here, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) CHECK_EQ(total, 60);
+    if (my_rank == 0) CHECK_EQ(total, 60);
     MPI_Finalize();
   }
-  if (rank == 0) printf("dist %s: ok on %d ranks\n", t->name, size);
+  if (my_rank == 0) printf("dist %s: ok on %d ranks\n", t->name, my_size);
   return 0;
 }
