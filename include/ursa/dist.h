@@ -103,6 +103,26 @@ URSA_DIST_API int ursa_dist_mvar_put(ursa_dist_mvar_t v, const void *val, size_t
 /* Waits while empty (FIFO among takers); one take per put. */
 URSA_DIST_API int ursa_dist_mvar_take(ursa_dist_mvar_t v, void *val, size_t cap, size_t *len);
 
+/* Arrays of n I- or M-structures distributed by block: cell i lives on rank i / ceil(n / size)
+ * (_home tells which); any thread on any rank reads/writes (I) or takes/puts (M) any cell, with
+ * the semantics of the single structures above.  create makes a block on every rank (a round trip
+ * each); destroy: -EBUSY while a cell is waited on (nothing destroyed), then later uses of the
+ * handle return -EINVAL.  Errors: -ERANGE for i >= n; -EINVAL for n == 0 or above
+ * URSA_DIST_ARRAY_MAX, a destroyed array, a handle of the other kind. */
+#define URSA_DIST_ARRAY_MAX (1ull << 32)
+typedef struct { uint64_t id, n; } ursa_dist_marray_t;
+typedef struct { uint64_t id, n; } ursa_dist_iarray_t;
+URSA_DIST_API int ursa_dist_marray_create(uint64_t n, ursa_dist_marray_t *a);
+URSA_DIST_API int ursa_dist_marray_destroy(ursa_dist_marray_t a);
+URSA_DIST_API int ursa_dist_marray_home(ursa_dist_marray_t a, uint64_t i);   /* the rank of cell i */
+URSA_DIST_API int ursa_dist_marray_put(ursa_dist_marray_t a, uint64_t i, const void *val, size_t len);
+URSA_DIST_API int ursa_dist_marray_take(ursa_dist_marray_t a, uint64_t i, void *val, size_t cap, size_t *len);
+URSA_DIST_API int ursa_dist_iarray_create(uint64_t n, ursa_dist_iarray_t *a);
+URSA_DIST_API int ursa_dist_iarray_destroy(ursa_dist_iarray_t a);
+URSA_DIST_API int ursa_dist_iarray_home(ursa_dist_iarray_t a, uint64_t i);
+URSA_DIST_API int ursa_dist_iarray_write(ursa_dist_iarray_t a, uint64_t i, const void *val, size_t len);
+URSA_DIST_API int ursa_dist_iarray_read(ursa_dist_iarray_t a, uint64_t i, void *val, size_t cap, size_t *len);
+
 /* A barrier of count waiters (any threads, on any ranks), reusable. */
 URSA_DIST_API int ursa_dist_barrier_create(int home, unsigned count, ursa_dist_barrier_t *b);
 URSA_DIST_API int ursa_dist_barrier_destroy(ursa_dist_barrier_t b);

@@ -70,14 +70,14 @@
 
 enum kind {
   K_SPAWN = 1, K_SPAWN_ANY, K_LOAD, K_JOIN, K_CREATE, K_DESTROY, K_LOCK, K_UNLOCK, K_IS_READ,
-  K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY,
+  K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY, K_ACREATE, K_ADESTROY,
   K_PROBE, K_STATUS, K_SHUTDOWN,                /* termination detection: not counted */
   K_PING, K_PONG                                /* the watchdog's liveness check: not counted */
 };
 static const char *const kind_name[] = {
   "?", "create", "create (any rank)", "load", "join", "object create", "object destroy", "mutex lock",
   "mutex unlock", "I-structure read", "I-structure write", "M-structure take", "M-structure put",
-  "barrier wait", "reply", "probe", "status", "shutdown", "ping", "pong"};
+  "barrier wait", "reply", "array create", "array destroy", "probe", "status", "shutdown", "ping", "pong"};
 
 enum otype { O_FREE = 0, O_MUTEX, O_IVAR, O_MVAR, O_BARRIER };
 
@@ -148,6 +148,18 @@ struct ctx {                 /* what a handler leaves for after the lock */
   int nmore, capmore;
 };
 
+/* A block of an I- or M-structure array homed here: cells lo .. lo+cnt-1 of n (block size
+ * ceil(n / size), cell i on rank i / block).  Named by its id (creator rank << 48 | sequence) on
+ * every rank.  closing: destroy's first phase found it idle; cells then answer -EINVAL. */
+struct darr {
+  struct darr *next;
+  uint64_t id, n, lo, cnt;
+  uint8_t type;
+  bool closing;
+  struct dobj *cells;
+};
+#define F_ELEM 0x80          /* hdr.flags of an element operation: obj is an array id, a the index */
+
 struct fnent { char name[64]; uint64_t hash; ursa_dist_fn fn; };
 struct held { struct held *next; uint64_t obj, tok; };
 
@@ -196,6 +208,8 @@ struct dstate {
   /* objects homed here */
   struct dobj *objs; int nobjs, capobjs; int *ofree; int nofree;
   struct held *held;
+  struct darr *arrs;                          /* blocks of arrays homed here */
+  uint64_t next_arr;
   /* arbiter (rank 0) */
   int *load_est; int rr;
   /* spawned threads that have finished, for reap() to join */
@@ -524,6 +538,61 @@ static struct dwait *dequeue(struct dobj *o) {
   return w;
 }
 
+/* ---- arrays' blocks homed here (lock held) ----------------------------------------------------------- */
+
+static struct darr *arr_find(uint64_t id, struct darr ***where) {
+  struct darr **pp = &D.arrs;
+  while (*pp && (*pp)->id != id) pp = &(*pp)->next;
+  if (where) *where = pp;
+  return *pp;
+}
+
+static struct dobj *cell_get(uint64_t id, uint64_t i, int type) {
+  struct darr *a = arr_find(id, NULL);
+  if (a == NULL || a->closing || a->type != type || i < a->lo || i - a->lo >= a->cnt) return NULL;
+  return &a->cells[i - a->lo];
+}
+
+static int arr_new(uint64_t id, uint64_t n, int type) {
+  if (arr_find(id, NULL)) return -EEXIST;
+  uint64_t bs = (n + (uint64_t)D.size - 1) / (uint64_t)D.size, lo = bs * (uint64_t)D.rank;
+  struct darr *a = calloc(1, sizeof *a);
+  if (a == NULL) return -ENOMEM;
+  a->id = id; a->n = n; a->type = (uint8_t)type; a->lo = lo;
+  a->cnt = lo >= n ? 0 : (n - lo < bs ? n - lo : bs);
+  if (a->cnt && (a->cells = calloc(a->cnt, sizeof *a->cells)) == NULL) { free(a); return -ENOMEM; }
+  for (uint64_t k = 0; k < a->cnt; k++) a->cells[k].type = (uint8_t)type;
+  a->next = D.arrs;
+  D.arrs = a;
+  return 0;
+}
+
+static void arr_free(struct darr *a) {
+  for (uint64_t k = 0; k < a->cnt; k++) {
+    struct dwait *w;
+    while ((w = dequeue(&a->cells[k])) != NULL) free(w);
+    free(a->cells[k].val);
+  }
+  free(a->cells);
+  free(a);
+}
+
+/* phase 0: close when no cell is waited on (-EBUSY otherwise); 1: free; 2: reopen (another
+ * rank's block was busy). */
+static int arr_destroy(uint64_t id, int phase) {
+  struct darr **pp, *a = arr_find(id, &pp);
+  if (a == NULL || (phase == 0 && a->closing)) return -EINVAL;
+  if (phase == 0) {
+    for (uint64_t k = 0; k < a->cnt; k++)
+      if (a->cells[k].head) return -EBUSY;
+    a->closing = true;
+  } else if (phase == 1) {
+    *pp = a->next;
+    arr_free(a);
+  } else a->closing = false;
+  return 0;
+}
+
 /* ---- the handler ------------------------------------------------------------------------------------ */
 
 static void spawn_here(struct ctx *c, const struct hdr *h, const void *data) {
@@ -633,7 +702,10 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
   case K_IS_READ:
   case K_MS_TAKE: {
     int type = h->kind == K_IS_READ ? O_IVAR : O_MVAR;
-    if ((o = obj_get(h->obj, type)) == NULL) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
+    if ((o = (h->flags & F_ELEM) ? cell_get(h->obj, h->a, type) : obj_get(h->obj, type)) == NULL) {
+      reply(c, h->src, h->req, -EINVAL, NULL, 0, 0);
+      break;
+    }
     if (o->full) {
       reply(c, h->src, h->req, 0, o->val, o->len, 0);
       if (type == O_MVAR) { o->full = false; free(o->val); o->val = NULL; o->len = 0; }
@@ -643,7 +715,10 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
   case K_IS_WRITE:
   case K_MS_PUT: {
     int type = h->kind == K_IS_WRITE ? O_IVAR : O_MVAR;
-    if ((o = obj_get(h->obj, type)) == NULL) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
+    if ((o = (h->flags & F_ELEM) ? cell_get(h->obj, h->a, type) : obj_get(h->obj, type)) == NULL) {
+      reply(c, h->src, h->req, -EINVAL, NULL, 0, 0);
+      break;
+    }
     if (o->full) { reply(c, h->src, h->req, -EBUSY, NULL, 0, 0); break; }
     if (type == O_MVAR && (w = dequeue(o)) != NULL) {   /* the first taker gets it; stays empty */
       reply(c, w->src, w->req, 0, data, h->len, 0);
@@ -671,6 +746,12 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
     break;
   case K_REPLY:
     complete(c, h->req, h->status, data, h->len, h->a);
+    break;
+  case K_ACREATE:
+    reply(c, h->src, h->req, arr_new(h->obj, h->a, h->flags), NULL, 0, 0);
+    break;
+  case K_ADESTROY:
+    reply(c, h->src, h->req, arr_destroy(h->obj, (int)h->a), NULL, 0, 0);
     break;
   case K_PROBE: {
     bool idle = D.main_done && D.live == 0 && D.nreq == 0 && D.out_head == NULL;
@@ -1175,6 +1256,7 @@ int ursa_dist_finalize(void) {
     free(D.objs[i].val);
   }
   while (D.held) { struct held *h = D.held; D.held = h->next; free(h); }
+  while (D.arrs) { struct darr *a = D.arrs; D.arrs = a->next; arr_free(a); }
   free(D.objs); free(D.ofree); free(D.slots); free(D.sgen); free(D.sfree); free(D.load_est); free(D.fns);
   free(D.heard); free(D.pinged);
   ursa_sem_destroy(&D.kick);
@@ -1382,6 +1464,86 @@ int ursa_dist_barrier_wait(ursa_dist_barrier_t b) { return obj_op(b.id, K_BAR_WA
 int ursa_dist_barrier_all(void) {
   ursa_dist_barrier_t b = {(uint64_t)1 << 32};          /* object 0 of rank 0, generation 1 */
   return ursa_dist_barrier_wait(b);
+}
+
+/* ---- arrays distributed by block ---------------------------------------------------------------------- */
+
+static int arr_create(uint64_t n, int type, uint64_t *id) {
+  if (!running()) return -ENOTCONN;
+  if (id == NULL || n == 0 || n > URSA_DIST_ARRAY_MAX) return -EINVAL;
+  lock();
+  uint64_t aid = ((uint64_t)D.rank << 48) | ++D.next_arr;
+  unlock();
+  int rc = 0, r;
+  for (r = 0; r < D.size && rc == 0; r++)             /* a block on every rank (maybe empty) */
+    rc = rpc(r, K_ACREATE, (unsigned)type, aid, n, NULL, 0, NULL, 0, NULL, NULL);
+  if (rc) {                                           /* undo the blocks made */
+    for (int k = 0; k < r - 1; k++) rpc(k, K_ADESTROY, 0, aid, 1, NULL, 0, NULL, 0, NULL, NULL);
+    return rc;
+  }
+  *id = aid;
+  return 0;
+}
+
+static int arr_destroy_all(uint64_t aid, uint64_t n) {
+  if (!running()) return -ENOTCONN;
+  if (aid == 0 || OWNER(aid) >= D.size || n == 0) return -EINVAL;
+  int rc = 0, r;
+  for (r = 0; r < D.size && rc == 0; r++) rc = rpc(r, K_ADESTROY, 0, aid, 0, NULL, 0, NULL, 0, NULL, NULL);
+  if (rc) {                                           /* reopen the blocks closed */
+    for (int k = 0; k < r - 1; k++) rpc(k, K_ADESTROY, 0, aid, 2, NULL, 0, NULL, 0, NULL, NULL);
+    return rc;
+  }
+  for (r = 0; r < D.size; r++) rpc(r, K_ADESTROY, 0, aid, 1, NULL, 0, NULL, 0, NULL, NULL);
+  return 0;
+}
+
+static int arr_home(uint64_t aid, uint64_t n, uint64_t i) {
+  if (!running()) return -ENOTCONN;
+  if (aid == 0 || OWNER(aid) >= D.size || n == 0) return -EINVAL;
+  if (i >= n) return -ERANGE;
+  uint64_t bs = (n + (uint64_t)D.size - 1) / (uint64_t)D.size;
+  return (int)(i / bs);
+}
+
+static int arr_op(uint64_t aid, uint64_t n, uint64_t i, int kind, const void *val, size_t len, void *out, size_t cap,
+                  size_t *outlen) {
+  int home = arr_home(aid, n, i);
+  if (home < 0) return home;
+  if (len > URSA_DIST_RES_MAX || (len && val == NULL)) return -EINVAL;
+  size_t got = 0;
+  unsigned char dummy;
+  int rc = rpc(home, kind, F_ELEM, aid, i, val, len, out ? out : &dummy, out ? cap : 0, &got, NULL);
+  if (outlen) *outlen = got;
+  if (rc == -EMSGSIZE && out == NULL) rc = 0;
+  return rc;
+}
+
+int ursa_dist_marray_create(uint64_t n, ursa_dist_marray_t *a) {
+  int rc = arr_create(n, O_MVAR, a ? &a->id : NULL);
+  if (rc == 0) a->n = n;
+  return rc;
+}
+int ursa_dist_marray_destroy(ursa_dist_marray_t a) { return arr_destroy_all(a.id, a.n); }
+int ursa_dist_marray_home(ursa_dist_marray_t a, uint64_t i) { return arr_home(a.id, a.n, i); }
+int ursa_dist_marray_put(ursa_dist_marray_t a, uint64_t i, const void *val, size_t len) {
+  return arr_op(a.id, a.n, i, K_MS_PUT, val, len, NULL, 0, NULL);
+}
+int ursa_dist_marray_take(ursa_dist_marray_t a, uint64_t i, void *val, size_t cap, size_t *len) {
+  return arr_op(a.id, a.n, i, K_MS_TAKE, NULL, 0, val, cap, len);
+}
+int ursa_dist_iarray_create(uint64_t n, ursa_dist_iarray_t *a) {
+  int rc = arr_create(n, O_IVAR, a ? &a->id : NULL);
+  if (rc == 0) a->n = n;
+  return rc;
+}
+int ursa_dist_iarray_destroy(ursa_dist_iarray_t a) { return arr_destroy_all(a.id, a.n); }
+int ursa_dist_iarray_home(ursa_dist_iarray_t a, uint64_t i) { return arr_home(a.id, a.n, i); }
+int ursa_dist_iarray_write(ursa_dist_iarray_t a, uint64_t i, const void *val, size_t len) {
+  return arr_op(a.id, a.n, i, K_IS_WRITE, val, len, NULL, 0, NULL);
+}
+int ursa_dist_iarray_read(ursa_dist_iarray_t a, uint64_t i, void *val, size_t cap, size_t *len) {
+  return arr_op(a.id, a.n, i, K_IS_READ, NULL, 0, val, cap, len);
 }
 
 int ursa_dist_stats(ursa_dist_stats_t *out) {

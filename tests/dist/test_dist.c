@@ -193,6 +193,37 @@ static ssize_t fn_hop(const void *arg, size_t len, void *res, size_t cap) {
   return 0;
 }
 
+/* "arr_bump": {M-array}: takes every cell, adds 1, puts it back (each cell is its own lock) */
+static ssize_t fn_arr_bump(const void *arg, size_t len, void *res, size_t cap) {
+  ursa_dist_marray_t a;
+  (void)res; (void)cap;
+  if (len != sizeof a) return -EINVAL;
+  memcpy(&a, arg, sizeof a);
+  for (uint64_t i = 0; i < a.n; i++) {
+    int64_t v;
+    size_t n = 0;
+    int rc = ursa_dist_marray_take(a, i, &v, sizeof v, &n);
+    if (rc || n != sizeof v) return rc ? rc : -EPROTO;
+    v++;
+    if ((rc = ursa_dist_marray_put(a, i, &v, sizeof v))) return rc;
+  }
+  return 0;
+}
+
+/* "arr_read": {I-array, index}: waits for the cell, returns its value */
+struct aread { ursa_dist_iarray_t a; uint64_t i; };
+static ssize_t fn_arr_read(const void *arg, size_t len, void *res, size_t cap) {
+  struct aread r;
+  int64_t v = -1;
+  (void)cap;
+  if (len != sizeof r) return -EINVAL;
+  memcpy(&r, arg, sizeof r);
+  int rc = ursa_dist_iarray_read(r.a, r.i, &v, sizeof v, NULL);
+  if (rc) return rc;
+  memcpy(res, &v, sizeof v);
+  return sizeof v;
+}
+
 static void register_all(void) {
   OK(ursa_dist_register("whoami", fn_whoami));
   OK(ursa_dist_register("wait_ivar", fn_wait_ivar));
@@ -206,6 +237,8 @@ static void register_all(void) {
   OK(ursa_dist_register("spin_forever", fn_spin));
   OK(ursa_dist_register("hop", fn_hop));
   OK(ursa_dist_register("fifo", fn_fifo));
+  OK(ursa_dist_register("arr_bump", fn_arr_bump));
+  OK(ursa_dist_register("arr_read", fn_arr_read));
   OK(ursa_dist_register("whoami", fn_whoami));                  /* again, same: fine */
   CHECK_EQ(ursa_dist_register("whoami", fn_fails), -EEXIST);    /* taken */
   CHECK_EQ(ursa_dist_register("", fn_fails), -EINVAL);
@@ -428,6 +461,106 @@ static void t_barrier(void) {
 
 static ursa_dist_thread_t join_target;
 static int join_rank;
+/* I- and M-structure arrays distributed by block: the cells' homes; threads on every rank bump
+ * every cell of an M-array (take, +1, put); readers on every rank wait on I-array cells before
+ * their writes; every bad input */
+static void t_arrays(void) {
+  OK(ursa_dist_barrier_all());
+  if (rank != 0) return;
+  uint64_t n = 5u * (uint64_t)size + 3, bs = (n + (uint64_t)size - 1) / (uint64_t)size;
+  ursa_dist_marray_t m;
+  OK(ursa_dist_marray_create(n, &m));
+  for (uint64_t i = 0; i < n; i++) CHECK_EQ(ursa_dist_marray_home(m, i), (int)(i / bs));
+  CHECK_EQ(ursa_dist_marray_home(m, n - 1), size - 1);
+  for (uint64_t i = 0; i < n; i++) {
+    int64_t v = 10 * (int64_t)i;
+    OK(ursa_dist_marray_put(m, i, &v, sizeof v));
+  }
+  int nt = 2 * size;
+  ursa_dist_thread_t ts[8];
+  for (int k = 0; k < nt; k++) OK(ursa_dist_create(&ts[k], k % size, "arr_bump", &m, sizeof m, 0));
+  for (int k = 0; k < nt; k++) OK(ursa_dist_join(ts[k], NULL, 0, NULL));
+  for (uint64_t i = 0; i < n; i++) {
+    int64_t v = -1;
+    size_t len = 0;
+    OK(ursa_dist_marray_take(m, i, &v, sizeof v, &len));
+    CHECK_EQ(len, sizeof v);
+    CHECK_EQ(v, 10 * (int64_t)i + nt);
+  }
+  /* a take that waits (the cell is empty now) on the last rank's block; destroy is refused meanwhile */
+  ursa_dist_marray_t one = {m.id, m.n};
+  ursa_dist_marray_t sub;
+  OK(ursa_dist_marray_create(n, &sub));
+  int64_t zero = 0, v = -1;
+  ursa_dist_thread_t bump;
+  OK(ursa_dist_create(&bump, 0, "arr_bump", &sub, sizeof sub, 0));   /* waits on cell 0 */
+  for (int y = 0; y < 4; y++) ursa_yield();
+  for (uint64_t i = 0; i < n; i++) OK(ursa_dist_marray_put(sub, i, &zero, sizeof zero));
+  OK(ursa_dist_join(bump, NULL, 0, NULL));
+  OK(ursa_dist_marray_take(sub, n - 1, &v, sizeof v, NULL));
+  CHECK_EQ(v, 1);
+  /* bad input: index out of range, put to a full cell, a destroyed array, n 0 or too big */
+  CHECK_EQ(ursa_dist_marray_put(m, n, &zero, sizeof zero), -ERANGE);
+  CHECK_EQ(ursa_dist_marray_take(m, n + 100, &v, sizeof v, NULL), -ERANGE);
+  CHECK_EQ(ursa_dist_marray_home(m, n), -ERANGE);
+  OK(ursa_dist_marray_put(m, 0, &zero, sizeof zero));
+  CHECK_EQ(ursa_dist_marray_put(m, 0, &zero, sizeof zero), -EBUSY);
+  CHECK_EQ(ursa_dist_marray_put(m, n - 1, &zero, URSA_DIST_RES_MAX + 1), -EINVAL);
+  CHECK_EQ(ursa_dist_marray_create(0, &sub), -EINVAL);
+  CHECK_EQ(ursa_dist_marray_create(URSA_DIST_ARRAY_MAX + 1, &sub), -EINVAL);
+  CHECK_EQ(ursa_dist_marray_create(4, NULL), -EINVAL);
+  OK(ursa_dist_marray_destroy(m));
+  CHECK_EQ(ursa_dist_marray_put(one, 1, &zero, sizeof zero), -EINVAL);
+  CHECK_EQ(ursa_dist_marray_take(one, n - 1, &v, sizeof v, NULL), -EINVAL);
+  CHECK_EQ(ursa_dist_marray_destroy(one), -EINVAL);
+  /* I-array: readers wait on the last cells before the writes; a second write is an error */
+  ursa_dist_iarray_t ia;
+  OK(ursa_dist_iarray_create(n, &ia));
+  struct aread rd[8];
+  for (int k = 0; k < nt; k++) {
+    rd[k] = (struct aread){ia, n - 1 - (uint64_t)k};
+    OK(ursa_dist_create(&ts[k], (k + 1) % size, "arr_read", &rd[k], sizeof rd[k], 0));
+  }
+  /* destroy while a reader waits: refused, nothing destroyed.  The reader runs on this rank and,
+   * with one VP, sends its read before the destroy leaves (FIFO per pair of ranks: it arrives
+   * first) */
+  struct aread last = {ia, n - 1};
+  ursa_dist_thread_t lt;
+  int64_t lr = -1;
+  OK(ursa_dist_create(&lt, 0, "arr_read", &last, sizeof last, 0));
+  for (int y = 0; y < 4; y++) ursa_yield();
+  CHECK_EQ(ursa_dist_iarray_destroy(ia), -EBUSY);
+  for (uint64_t i = 0; i < n; i++) {
+    int64_t w = 7 * (int64_t)i;
+    OK(ursa_dist_iarray_write(ia, i, &w, sizeof w));
+  }
+  for (int k = 0; k < nt; k++) {
+    int64_t r = -1;
+    OK(ursa_dist_join(ts[k], &r, sizeof r, NULL));
+    CHECK_EQ(r, 7 * (int64_t)(n - 1 - (uint64_t)k));
+  }
+  OK(ursa_dist_join(lt, &lr, sizeof lr, NULL));
+  CHECK_EQ(lr, 7 * (int64_t)(n - 1));
+  int64_t w = 99, got = -1;
+  CHECK_EQ(ursa_dist_iarray_write(ia, 3, &w, sizeof w), -EBUSY);
+  OK(ursa_dist_iarray_read(ia, 3, &got, sizeof got, NULL));
+  CHECK_EQ(got, 21);
+  CHECK_EQ(ursa_dist_iarray_read(ia, n, &got, sizeof got, NULL), -ERANGE);
+  ursa_dist_marray_t wrong = {ia.id, ia.n};                /* an I-array's handle as an M-array */
+  CHECK_EQ(ursa_dist_marray_take(wrong, 0, &v, sizeof v, NULL), -EINVAL);
+  OK(ursa_dist_iarray_destroy(ia));
+  CHECK_EQ(ursa_dist_iarray_read(ia, 0, &got, sizeof got, NULL), -EINVAL);
+  OK(ursa_dist_marray_destroy(sub));
+  /* fewer cells than ranks: empty blocks on the last ranks */
+  ursa_dist_iarray_t small;
+  OK(ursa_dist_iarray_create(1, &small));
+  CHECK_EQ(ursa_dist_iarray_home(small, 0), 0);
+  OK(ursa_dist_iarray_write(small, 0, &w, sizeof w));
+  OK(ursa_dist_iarray_read(small, 0, &got, sizeof got, NULL));
+  CHECK_EQ(got, 99);
+  OK(ursa_dist_iarray_destroy(small));
+}
+
 static void *join_helper(void *p) {
   (void)p;
   int rc = ursa_dist_attach(join_rank);        /* a thread of ursa_create: of no rank in a loop run */
@@ -587,7 +720,7 @@ static void t_termination(void) {
 struct test { const char *name; void (*fn)(void); };
 static const struct test tests[] = {
   {"create_join", t_create_join}, {"wildcard", t_wildcard}, {"detached", t_detached},
-  {"mutex", t_mutex}, {"mutex_fifo", t_mutex_fifo}, {"structures", t_structures}, {"barrier", t_barrier},
+  {"mutex", t_mutex}, {"mutex_fifo", t_mutex_fifo}, {"structures", t_structures}, {"barrier", t_barrier}, {"arrays", t_arrays},
   {"bad_input", t_bad_input}, {"rank_death", t_rank_death}, {"stuck_rank", t_stuck_rank},
   {"termination", t_termination},
 };
