@@ -25,10 +25,11 @@
 #define size (ursa_dist_size())
 static uint64_t loop_seed;                 /* the loop run's seed, in failure messages */
 static int loop_n;                         /* 0 under MPI */
+static const char *loop_name = "";
 
 static void fail_note(void) {
-  if (loop_n) fprintf(stderr, "  (loop transport, %d ranks, seed %llu: rerun with ursa_dist_tests --loop %d NAME %llu 1)\n",
-                      loop_n, (unsigned long long)loop_seed, loop_n, (unsigned long long)loop_seed);
+  if (loop_n) fprintf(stderr, "  (loop transport, %d ranks, seed %llu: rerun with ursa_dist_tests --loop %d %s %llu 1)\n",
+                      loop_n, (unsigned long long)loop_seed, loop_n, loop_name, (unsigned long long)loop_seed);
   fflush(stderr);
 }
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "FAIL rank %d: %s:%d: `%s`\n", rank, __FILE__, __LINE__, #c); \
@@ -753,6 +754,7 @@ static int loop_cli(int argc, char **argv, const struct test *tests_, size_t nte
     return 2;
   }
   loop_n = atoi(argv[2]);
+  loop_name = t->name;
   uint64_t first = strtoull(argv[4], NULL, 10), count = replay ? 2 : strtoull(argv[5], NULL, 10);
   OK(ursa_init(NULL));
   uint64_t d0 = 0, h0 = 0;
