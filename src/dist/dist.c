@@ -31,6 +31,15 @@
  *
  * Watchdog: see watchdog() (a silent rank that a request waits on ends the job).
  *
+ * Transports.  Everything above moves bytes only through struct transport (start, send, pending,
+ * recv, finish, stop), called by the progress thread of the rank: mpi_transport (one rank per
+ * process, the MPI calls named above) or loop_transport (ursa_dist_loop_run: N simulated ranks in
+ * one process, each with its own struct dstate, found through an ursa thread-specific key; the
+ * network N x N FIFO queues, the next message picked by a seeded generator; no sleeps, no
+ * watchdog: a run in which nothing moves for URSA_DIST_TIMEOUT_MS is reported with its seed).
+ * Arrays distributed by block (struct darr): each rank keeps its block of every array; element
+ * operations are the single structures' messages with F_ELEM, sent to the cell's home.
+ *
  * Termination.  A rank is idle when its main has called ursa_dist_finalize, none of the threads it
  * runs for ursa_dist_create is alive, no request is pending and nothing is queued to send.  Rank 0
  * runs waves (PROBE -> STATUS: idle, messages sent, messages handled); two consecutive waves in
