@@ -1209,8 +1209,16 @@ static void flush_soon(void) {
 
 static const struct ursa__waitkind dist_kind = {"a remote operation (ursa_dist) on request", NULL, 0};
 
+/* The layer's kind of wait, named in ursa's dumps: registered once per process (the simulated
+ * ranks of a loop run call ursa_dist_init at once, on any VP; loop_run registers it before they
+ * exist). */
+static int kind_once;               /* atomic: 0, then 1 for the thread that registers */
+static void register_kind(void) {
+  if (__atomic_load_n(&kind_once, __ATOMIC_ACQUIRE) == 0 && __atomic_exchange_n(&kind_once, 1, __ATOMIC_ACQ_REL) == 0)
+    ursa__waitkind_register(URSA__W_DIST, &dist_kind);
+}
+
 int ursa_dist_init(int *argc, char ***argv) {
-  static int once;
   int rc;
   if (__atomic_load_n(&D.state, __ATOMIC_ACQUIRE) != 0) return -EALREADY;
   if (ursa__self_thread() == NULL) return -EPERM;
@@ -1224,7 +1232,7 @@ int ursa_dist_init(int *argc, char ***argv) {
   if (D.loop) D.timeout_ns = 0;         /* no rank stalls alone in one process: loop_stall watches */
   if (D.sleep_ns == 0) D.sleep_ns = 1000;
   if (D.deep_sleep_ns == 0) D.deep_sleep_ns = 1000;
-  if (!once) { ursa__waitkind_register(URSA__W_DIST, &dist_kind); once = 1; }
+  register_kind();
   D.smp = ursa_vp_count() > 1;
   D.argc = argc; D.argv = argv;
   D.next_seq = 1;
@@ -1604,6 +1612,7 @@ int ursa_dist_loop_run(int nranks, uint64_t seed, int (*fn)(void *arg), void *ar
   if (__atomic_load_n(&D_one.state, __ATOMIC_ACQUIRE) == 1 || L.active) return -EBUSY;
   uint64_t stall;
   if ((rc = env_us("URSA_DIST_TIMEOUT_MS", 5000, &stall)) != 0) return rc;
+  register_kind();
   if (!key_made) {
     if ((rc = ursa_key_create(&loop_key, NULL)) != 0) return rc;
     key_made = 1;
