@@ -89,6 +89,7 @@ int main(int argc, char **argv) {
   ursa_dist_register("nop", fn_nop);
   ursa_dist_barrier_all();
   double local = 0, remote = 0, any = 0, lock = 0, ivar = 0, mvar = 0, ursa_local = 0, yield = 0, idle_frac = 0;
+  double local_c = 0, remote_c = 0, any_c = 0, lock_only = 0, unlock_only = 0;
   int any_remote = 0;
   if (rank == 0) {
     ursa_dist_thread_t t;
@@ -102,8 +103,23 @@ int main(int argc, char **argv) {
     TIME(remote, { ursa_dist_create(&t, 1, "nop", NULL, 0, 0); ursa_dist_join(t, &r, sizeof r, NULL); });
     TIME(any, { ursa_dist_create(&t, URSA_RANK_ANY, "nop", NULL, 0, 0); ursa_dist_join(t, &r, sizeof r, NULL);
                 any_remote += r != 0; });
+    /* what SplitThreads section 6 timed: the create call alone (it returns once the thread exists
+     * on its rank; the join, after, untimed), the remote lock alone, the remote release alone */
+#define TIME_THEN(var, body, after) do { for (int i = 0; i < iters; i++) { double t0 = now_us(); body; \
+                                          samples[i] = now_us() - t0; after; } var = median(samples, iters); } while (0)
+    TIME_THEN(local_c, ursa_dist_create(&t, 0, "nop", NULL, 0, 0), ursa_dist_join(t, &r, sizeof r, NULL));
+    TIME_THEN(remote_c, ursa_dist_create(&t, 1, "nop", NULL, 0, 0), ursa_dist_join(t, &r, sizeof r, NULL));
+    TIME_THEN(any_c, ursa_dist_create(&t, URSA_RANK_ANY, "nop", NULL, 0, 0), ursa_dist_join(t, &r, sizeof r, NULL));
     ursa_dist_mutex_t m;
     ursa_dist_mutex_create(1, &m);
+    TIME_THEN(lock_only, ursa_dist_mutex_lock(m), ursa_dist_mutex_unlock(m));
+    for (int i = 0; i < iters; i++) {
+      ursa_dist_mutex_lock(m);
+      double t0 = now_us();
+      ursa_dist_mutex_unlock(m);
+      samples[i] = now_us() - t0;
+    }
+    unlock_only = median(samples, iters);
     TIME(lock, { ursa_dist_mutex_lock(m); ursa_dist_mutex_unlock(m); });
     ursa_dist_mutex_destroy(m);
     ursa_dist_mvar_t mv;
@@ -161,12 +177,17 @@ int main(int argc, char **argv) {
     printf("  remote M-structure put+take             %8.2f   %6.1fx\n", mvar, mvar / pp);
     printf("  remote I-structure create+write+read+destroy %3.2f %6.1fx\n", ivar, ivar / pp);
     printf("  ursa_yield (1 thread ready: main)       %8.3f   paper: 35\n", yield);
+    printf("  create alone, local / remote / wildcard %6.2f / %.2f / %.2f   paper (CM-5): 31 / 58 / 76\n", local_c, remote_c, any_c);
+    printf("  remote lock alone / unlock alone        %6.2f / %.2f   paper: 40 / 31\n", lock_only, unlock_only);
     printf("  idle rank's CPU while its peer computes %8.1f %% of a core (target <= 15%%)\n", idle1 * 100);
     printf("  remote lock+unlock after 50 ms of quiet %8.2f   (the idle policy's deep sleep)\n", wake);
     printf("DIST_JSON {\"mpi_pingpong_us\": %.3f, \"remote_create_join_us\": %.3f, \"any_create_join_us\": %.3f, "
            "\"local_create_join_us\": %.3f, \"remote_lock_unlock_us\": %.3f, \"remote_mvar_put_take_us\": %.3f, "
-           "\"idle_cpu_fraction\": %.3f, \"lock_after_quiet_us\": %.3f, \"progress_polls\": %llu, \"idle_sleeps\": %llu}\n",
-           pp, remote, any, local, lock, mvar, idle1, wake, (unsigned long long)st.polls, (unsigned long long)st.idle_sleeps);
+           "\"idle_cpu_fraction\": %.3f, \"lock_after_quiet_us\": %.3f, \"local_create_us\": %.3f, \"remote_create_us\": %.3f, "
+           "\"any_create_us\": %.3f, \"remote_lock_us\": %.3f, \"remote_unlock_us\": %.3f, \"yield_us\": %.3f, "
+           "\"progress_polls\": %llu, \"idle_sleeps\": %llu}\n",
+           pp, remote, any, local, lock, mvar, idle1, wake, local_c, remote_c, any_c, lock_only, unlock_only, yield,
+           (unsigned long long)st.polls, (unsigned long long)st.idle_sleeps);
   }
   free(samples);
   MPI_Finalize();

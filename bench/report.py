@@ -41,6 +41,7 @@ import json
 import math
 import os
 import re
+import statistics
 import sys
 import time
 
@@ -859,7 +860,42 @@ def plot_sweeps(plt, apps, path):
     return missing
 
 
-def make_plots(micro, apps, plots_dir):
+def plot_dist(plt, dist, path):
+    """The MPI layer's micro-benchmarks (issue #19): each operation's median over the runs (bars: the
+    runs' extremes), MPI's own ping-pong of the same runs (line), SplitThreads' CM-5 figures (hollow)."""
+    runs = dist["latency_runs"]
+    keys = [k for k in ("local_create_us", "remote_create_us", "any_create_us", "remote_lock_us", "remote_unlock_us",
+                        "yield_us", "remote_create_join_us", "any_create_join_us", "remote_lock_unlock_us",
+                        "remote_mvar_put_take_us") if k in runs[0]]
+    paper = dist.get("paper", {})
+    med = [statistics.median(r[k] for r in runs) for k in keys]
+    lo = [m - min(r[k] for r in runs) for m, k in zip(med, keys)]
+    hi = [max(r[k] for r in runs) - m for m, k in zip(med, keys)]
+    pps = [r["mpi_pingpong_us"] for r in runs]
+    pp = statistics.median(pps)
+    fig, ax = plt.subplots(figsize=(11, 5.2), layout="constrained")
+    x = list(range(len(keys)))
+    ax.bar(x, med, yerr=[lo, hi], color="#1f77b4", capsize=3, label="ursa on MPICH, 2 ranks (median, min-max)")
+    ax.axhline(pp, color="black", linestyle="--", linewidth=1, label=f"MPI's own 8-byte ping-pong, same runs ({pp:.2f} us)")
+    px = [i for i, k in enumerate(keys) if k in paper]
+    if px:
+        ax.scatter(px, [paper[keys[i]] for i in px], marker="s", facecolors="none", edgecolors="#d62728", s=60,
+                   label="SplitThreads on the CM-5 (section 6)")
+    ax.set_yscale("log")
+    ax.set_ylabel("microseconds (log)")
+    ax.set_xticks(x)
+    ax.set_xticklabels([k[:-3].replace("_", " ") for k in keys], rotation=30, ha="right")
+    for i, m in enumerate(med):
+        ax.annotate(f"{m:.2f}\n{m / pp:.1f}x", (i, m), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=7)
+    top = max(med + [paper.get(k, 0) for k in keys])
+    ax.set_ylim(top=top * 12)                   # room for the legend above the CM-5's squares
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title("The MPI layer's operations against MPI's ping-pong (ratio under each value) and the CM-5")
+    save(plt, fig, path)
+    return []
+
+
+def make_plots(micro, apps, plots_dir, dist=None):
     """([(file, title, caption, missing list)], None) or ([], reason) when matplotlib is unavailable."""
     try:
         import matplotlib
@@ -895,6 +931,13 @@ def make_plots(micro, apps, plots_dir):
              "Time relative to the default setting of the same work size, log scale; each panel's axis spans "
              "the medians and the paper's figures, so an error bar longer than that is cut at the panel's edge.",
              any(k[4] for k in apps.points), plot_sweeps, apps)]
+    if dist is not None:                  # the MPI layer's run (issue #19)
+        jobs.append(("dist.png", "The MPI layer: micro-benchmarks against MPI's ping-pong and SplitThreads' CM-5 (issue #19)",
+                     "Bars: ursa's operations on MPICH, 2 ranks, medians of bench/dist_suite.py's runs (each the median "
+                     "of 2000 operations), error bars the runs' extremes; dashed: MPI's own 8-byte ping-pong in the same "
+                     "runs; hollow squares: the paper's CM-5 figures for the operations it timed (create alone "
+                     "local/remote/wildcard 31/58/76 us, remote lock 40 us, release 31 us, context switch 35 us).  Log scale.",
+                     bool(dist.get("latency_runs")), plot_dist, dist))
     out = []
     for fname, title, caption, have, fn, data in jobs:
         if not have:
@@ -1172,7 +1215,8 @@ def main():
         plots, why = [], "not made (--no-plots)"
     else:
         print("report: plotting ...", file=sys.stderr, flush=True)
-        plots, why = make_plots(micro, apps, a.plots)
+        dist_doc = load(a.dist)[0] if a.dist else None
+        plots, why = make_plots(micro, apps, a.plots, dist_doc or ({} if a.dist else None))
     sm = summary(a, micro, models, apps, errors)
     text = build_report(a, micro, models, apps, errors, plots, why, t0, sm)
     if a.scaling:                         # issue #20's counters, when this run measured them
@@ -1183,6 +1227,12 @@ def main():
         ds, err = load(a.dist)
         text += "\n## Across machines on MPI (issue #19)\n\n"
         text += (ds.get("markdown") if ds and ds.get("markdown") else f"Not measured: {err or 'no Markdown'}.") + "\n"
+        made = [p for p in plots if p[0] == "dist.png"]
+        if made:
+            rel = os.path.relpath(os.path.join(a.plots, "dist.png"), os.path.dirname(os.path.abspath(a.out)))
+            text += f"\n![{made[0][1]}]({rel})\n\n{made[0][2]}\n"
+        elif ds:
+            text += f"\n**plot missing: {why or 'see the Plots section'}**\n"
     try:
         os.makedirs(os.path.dirname(a.out), exist_ok=True)
         with open(a.out + ".tmp", "w") as f:

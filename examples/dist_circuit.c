@@ -5,8 +5,8 @@
  *
  *   mpiexec -n R build/dist_circuit [bits [vectors [any|rr]]]
  *
- * A wire carries one value per vector: an I-structure per (wire, vector), homed round robin over
- * the ranks.  Rank 0 creates the gates' threads (by URSA_RANK_ANY, default, or round robin), then
+ * A wire carries one value per vector: cell wire * vectors + v of one I-structure array
+ * distributed by block over the ranks (ursa_dist_iarray_*).  Rank 0 creates the gates' threads (by URSA_RANK_ANY, default, or round robin), then
  * writes the input vectors (so the gates wait first), then reads each sum and carry out; a gate
  * reads its inputs (waiting, suspended, while they are empty) and writes its output.  The answer
  * is checked against a + b computed directly for every vector; exit status 1 when one differs.
@@ -23,7 +23,7 @@
 enum { G_XOR, G_AND, G_OR };
 #define VMAX 64
 
-struct gate { int32_t type, vectors; ursa_dist_ivar_t in1[VMAX], in2[VMAX], out[VMAX]; };
+struct gate { int32_t type, vectors, in1, in2, out; ursa_dist_iarray_t w; };   /* wires: cells w * vectors + v */
 
 static ssize_t gate_task(const void *arg, size_t len, void *res, size_t cap) {
   struct gate g;
@@ -33,9 +33,12 @@ static ssize_t gate_task(const void *arg, size_t len, void *res, size_t cap) {
   for (int v = 0; v < g.vectors; v++) {
     uint8_t a, b, o;
     int rc;
-    if ((rc = ursa_dist_ivar_read(g.in1[v], &a, 1, NULL)) || (rc = ursa_dist_ivar_read(g.in2[v], &b, 1, NULL))) return rc;
+    uint64_t n = (uint64_t)g.vectors;
+    if ((rc = ursa_dist_iarray_read(g.w, (uint64_t)g.in1 * n + (uint64_t)v, &a, 1, NULL)) ||
+        (rc = ursa_dist_iarray_read(g.w, (uint64_t)g.in2 * n + (uint64_t)v, &b, 1, NULL)))
+      return rc;
     o = g.type == G_XOR ? a ^ b : g.type == G_AND ? a & b : a | b;
-    if ((rc = ursa_dist_ivar_write(g.out[v], &o, 1))) return rc;
+    if ((rc = ursa_dist_iarray_write(g.w, (uint64_t)g.out * n + (uint64_t)v, &o, 1))) return rc;
   }
   return 0;
 }
@@ -61,14 +64,16 @@ int main(int argc, char **argv) {
     /* wires: a[i], b[i], carry[0..bits] (carry[0] = 0), sum[i], and per bit s1, c1, c2 */
     int A = 0, B = bits, C = 2 * bits, S = 3 * bits + 1, S1 = 4 * bits + 1, C1 = 5 * bits + 1, C2 = 6 * bits + 1;
     int nwires = 7 * bits + 1, ngates = 5 * bits;
-    ursa_dist_ivar_t *w = malloc(sizeof *w * (size_t)nwires * (size_t)vectors);
+    ursa_dist_iarray_t w;
     struct gate *g = calloc((size_t)ngates, sizeof *g);
     ursa_dist_thread_t *th = malloc(sizeof *th * (size_t)ngates);
     uint64_t *va = malloc(sizeof *va * (size_t)vectors), *vb = malloc(sizeof *vb * (size_t)vectors);
     double t0 = now();
-    for (int i = 0; i < nwires * vectors; i++)
-      if (ursa_dist_ivar_create(i % size, &w[i]) != 0) { fprintf(stderr, "dist_circuit: ivar_create failed\n"); return 1; }
-#define W(wire, v) w[(wire) * vectors + (v)]
+    if (ursa_dist_iarray_create((uint64_t)nwires * (uint64_t)vectors, &w) != 0) {
+      fprintf(stderr, "dist_circuit: iarray_create failed\n");
+      return 1;
+    }
+#define W(wire, v) ((uint64_t)(wire) * (uint64_t)vectors + (uint64_t)(v))
     for (int i = 0, k = 0; i < bits; i++) {
       int ins[5][3] = {{G_XOR, A + i, B + i}, {G_AND, A + i, B + i}, {G_XOR, S1 + i, C + i},
                        {G_AND, S1 + i, C + i}, {G_OR, C1 + i, C2 + i}};
@@ -76,11 +81,10 @@ int main(int argc, char **argv) {
       for (int j = 0; j < 5; j++, k++) {
         g[k].type = ins[j][0];
         g[k].vectors = vectors;
-        for (int v = 0; v < vectors; v++) {
-          g[k].in1[v] = W(ins[j][1], v);
-          g[k].in2[v] = W(ins[j][2], v);
-          g[k].out[v] = W(outs[j], v);
-        }
+        g[k].in1 = ins[j][1];
+        g[k].in2 = ins[j][2];
+        g[k].out = outs[j];
+        g[k].w = w;
         int rc = ursa_dist_create(&th[k], any ? URSA_RANK_ANY : k % size, "gate", &g[k], sizeof g[k], 0);
         if (rc) { fprintf(stderr, "dist_circuit: create: %s\n", ursa_strerror(rc)); return 1; }
       }
@@ -90,11 +94,11 @@ int main(int argc, char **argv) {
       x ^= x << 13; x ^= x >> 7; x ^= x << 17; va[v] = x & mask;
       x ^= x << 13; x ^= x >> 7; x ^= x << 17; vb[v] = x & mask;
       uint8_t zero = 0;
-      ursa_dist_ivar_write(W(C, v), &zero, 1);
+      ursa_dist_iarray_write(w, W(C, v), &zero, 1);
       for (int i = 0; i < bits; i++) {
         uint8_t a = (va[v] >> i) & 1, b = (vb[v] >> i) & 1;
-        ursa_dist_ivar_write(W(A + i, v), &a, 1);
-        ursa_dist_ivar_write(W(B + i, v), &b, 1);
+        ursa_dist_iarray_write(w, W(A + i, v), &a, 1);
+        ursa_dist_iarray_write(w, W(B + i, v), &b, 1);
       }
     }
     int wrong = 0;
@@ -102,10 +106,10 @@ int main(int argc, char **argv) {
       uint64_t sum = 0;
       uint8_t bit;
       for (int i = 0; i < bits; i++) {
-        ursa_dist_ivar_read(W(S + i, v), &bit, 1, NULL);
+        ursa_dist_iarray_read(w, W(S + i, v), &bit, 1, NULL);
         sum |= (uint64_t)bit << i;
       }
-      ursa_dist_ivar_read(W(C + bits, v), &bit, 1, NULL);
+      ursa_dist_iarray_read(w, W(C + bits, v), &bit, 1, NULL);
       sum |= (uint64_t)bit << bits;
       if (sum != va[v] + vb[v]) wrong++;
     }
@@ -115,14 +119,14 @@ int main(int argc, char **argv) {
       if (ursa_dist_join(th[k], NULL, 0, NULL) != 0) failed++;
     }
     double t1 = now();
-    printf("dist_circuit: %d ranks, %s, %d-bit adder, %d gate threads, %d vectors, %d I-structures: %.3f s; "
+    printf("dist_circuit: %d ranks, %s, %d-bit adder, %d gate threads, %d vectors, an I-structure array of %d cells: %.3f s; "
            "sums %s (%d wrong), gates %s; threads per rank:", size, any ? "wildcard" : "round robin", bits, ngates,
            vectors, nwires * vectors, t1 - t0, wrong ? "WRONG" : "checked", wrong, failed ? "FAILED" : "ok");
     for (int r = 0; r < size; r++) printf(" %d", where[r]);
     printf("\n");
     status = wrong || failed;
-    for (int i = 0; i < nwires * vectors; i++) ursa_dist_ivar_destroy(w[i]);
-    free(w); free(g); free(th); free(va); free(vb); free(where);
+    if (ursa_dist_iarray_destroy(w) != 0) status = 1;
+    free(g); free(th); free(va); free(vb); free(where);
   }
   ursa_dist_finalize();
   ursa_fini();

@@ -17,7 +17,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 need=(cmake ninja-build gcc make python3 pkg-config)
 case "$what" in
-  test)  need+=(binutils g++ valgrind clang libclang-rt-14-dev gdb spin libunwind-dev liburing-dev mpich libmpich-dev) ;;  # nm: symbols; g++: the pthread layer's C++ test; spin: model/; libunwind: dump backtraces; liburing: the io_uring engine; mpich: the MPI layer (src/dist/)
+  test)  need+=(binutils g++ valgrind clang libclang-rt-14-dev gdb spin libunwind-dev liburing-dev mpich libmpich-dev openmpi-bin libopenmpi-dev) ;;  # nm: symbols; g++: the pthread layer's C++ test; spin: model/; libunwind: dump backtraces; liburing: the io_uring engine; mpich: the MPI layer (src/dist/)
   posix-suite) need+=(binutils curl) ;;   # nm: which tests have a main; curl: the suite's tarball
   bench) need+=(g++ libboost-context-dev libboost-fiber-dev libpth-dev liburing-dev mpich libmpich-dev wrk nginx-light)  # wrk, nginx: the load phase
          command -v go >/dev/null 2>&1 || need+=(golang-go)
@@ -25,9 +25,27 @@ case "$what" in
          python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv) ;;
   *) echo "usage: $0 test|bench|posix-suite" >&2; exit 2 ;;
 esac
-optional=(libboost-context-dev libboost-fiber-dev libpth-dev golang-go spin python3-venv libunwind-dev liburing-dev mpich libmpich-dev wrk nginx-light)  # peers: the report says "missing";
+optional=(libboost-context-dev libboost-fiber-dev libpth-dev golang-go spin python3-venv libunwind-dev liburing-dev mpich libmpich-dev openmpi-bin libopenmpi-dev wrk nginx-light)  # peers: the report says "missing";
                                           # liburing-dev: without it ursa builds with the epoll engine only (CMake says so);
                                           # spin: the model check skips; python3-venv: no plots
+
+# Open MPI, the MPI layer's second stack (test only: tests/dist's Open MPI leg, built with
+# mpicc.openmpi in build dir dist-openmpi/ of the build tree).  Debian's alternatives would make
+# Open MPI the default mpicc/mpiexec (priority 50 against MPICH's 40): the groups mpi, mpirun and
+# mpi-<multiarch> are set by hand to MPICH first (manual mode, so installing Open MPI switches
+# nothing), and again after.  Optional: without it the leg is skipped with its reason.
+pin_mpich() {
+  local ma alt
+  ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch 2>/dev/null)
+  for alt in "mpi /usr/bin/mpicc.mpich" "mpirun /usr/bin/mpirun.mpich" "mpi-$ma /usr/include/$ma/mpich"; do
+    set -- $alt
+    [ -e "$2" ] || continue
+    update-alternatives --query "$1" 2>/dev/null | grep -q "^Value: $2\$" && \
+      update-alternatives --query "$1" 2>/dev/null | grep -q "^Status: manual" && continue
+    $sudo update-alternatives --quiet --set "$1" "$2" >/dev/null 2>&1 || \
+      echo "ursa setup: could not pin the alternative $1 to $2 (MPICH)" >&2
+  done
+}
 
 # The virtual environment of bench/report.py: .venv/ with matplotlib (bench only; never fails).
 bench_venv() {
@@ -58,7 +76,10 @@ missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+sudo=""
+[ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo="sudo -n"
 if [ ${#missing[@]} -eq 0 ]; then
+  [ "$what" = test ] && pin_mpich
   [ "$what" = bench ] && bench_venv
   exit 0
 fi
@@ -76,6 +97,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "ursa setup: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+pin_mpich                                   # before Open MPI comes: it must not become mpicc
 $sudo apt-get update -qq >/dev/null 2>&1 || echo "ursa setup: apt-get update failed; trying the cached index" >&2
 if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
   # Install one by one, so that one package that cannot be had does not block the others.
@@ -89,6 +111,7 @@ if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/
       case $p in
         spin) echo "ursa setup: could not install spin: make test reports the model check NOT RUN and fails (URSA_TEST_ALLOW_NOT_RUN=model allows it)" >&2 ;;
         libunwind-dev) echo "ursa setup: could not install libunwind-dev: ursa_dump prints no backtraces" >&2 ;;
+        openmpi-bin|libopenmpi-dev) echo "ursa setup: could not install $p: the MPI layer's Open MPI leg is skipped" >&2 ;;
         mpich|libmpich-dev) echo "ursa setup: could not install $p: ursa builds without its MPI layer (libursa-dist), whose tests and benchmarks do not run" >&2 ;;
         python3-venv) echo "ursa setup: could not install python3-venv: the bench report will have no plots" >&2 ;;
         wrk) echo "ursa setup: could not install wrk: the load phase of make bench is not run (reported missing)" >&2 ;;
@@ -104,5 +127,6 @@ if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/
     exit 1
   fi
 fi
+[ "$what" = test ] && pin_mpich
 [ "$what" = bench ] && bench_venv
 exit 0

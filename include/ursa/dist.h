@@ -103,12 +103,52 @@ URSA_DIST_API int ursa_dist_mvar_put(ursa_dist_mvar_t v, const void *val, size_t
 /* Waits while empty (FIFO among takers); one take per put. */
 URSA_DIST_API int ursa_dist_mvar_take(ursa_dist_mvar_t v, void *val, size_t cap, size_t *len);
 
+/* Arrays of n I- or M-structures distributed by block: cell i lives on rank i / ceil(n / size)
+ * (_home tells which); any thread on any rank reads/writes (I) or takes/puts (M) any cell, with
+ * the semantics of the single structures above.  create makes a block on every rank (a round trip
+ * each); destroy: -EBUSY while a cell is waited on (nothing destroyed), then later uses of the
+ * handle return -EINVAL.  Errors: -ERANGE for i >= n; -EINVAL for n == 0 or above
+ * URSA_DIST_ARRAY_MAX, a destroyed array, a handle of the other kind. */
+#define URSA_DIST_ARRAY_MAX (1ull << 32)
+typedef struct { uint64_t id, n; } ursa_dist_marray_t;
+typedef struct { uint64_t id, n; } ursa_dist_iarray_t;
+URSA_DIST_API int ursa_dist_marray_create(uint64_t n, ursa_dist_marray_t *a);
+URSA_DIST_API int ursa_dist_marray_destroy(ursa_dist_marray_t a);
+URSA_DIST_API int ursa_dist_marray_home(ursa_dist_marray_t a, uint64_t i);   /* the rank of cell i */
+URSA_DIST_API int ursa_dist_marray_put(ursa_dist_marray_t a, uint64_t i, const void *val, size_t len);
+URSA_DIST_API int ursa_dist_marray_take(ursa_dist_marray_t a, uint64_t i, void *val, size_t cap, size_t *len);
+URSA_DIST_API int ursa_dist_iarray_create(uint64_t n, ursa_dist_iarray_t *a);
+URSA_DIST_API int ursa_dist_iarray_destroy(ursa_dist_iarray_t a);
+URSA_DIST_API int ursa_dist_iarray_home(ursa_dist_iarray_t a, uint64_t i);
+URSA_DIST_API int ursa_dist_iarray_write(ursa_dist_iarray_t a, uint64_t i, const void *val, size_t len);
+URSA_DIST_API int ursa_dist_iarray_read(ursa_dist_iarray_t a, uint64_t i, void *val, size_t cap, size_t *len);
+
 /* A barrier of count waiters (any threads, on any ranks), reusable. */
 URSA_DIST_API int ursa_dist_barrier_create(int home, unsigned count, ursa_dist_barrier_t *b);
 URSA_DIST_API int ursa_dist_barrier_destroy(ursa_dist_barrier_t b);
 URSA_DIST_API int ursa_dist_barrier_wait(ursa_dist_barrier_t b);
 /* The barrier of the ranks' main threads (one waiter per rank), homed on rank 0. */
 URSA_DIST_API int ursa_dist_barrier_all(void);
+
+/* ---- The loop transport: N simulated ranks in one process, for tests ----------------------------
+ * ursa_dist_loop_run runs fn(arg) as the main of each of nranks ranks (1..URSA_DIST_LOOP_MAX), all
+ * in this process, as ursa threads, and returns when all have returned: 0, or the first non-zero
+ * value one returned.  Each fn calls ursa_dist_init(NULL, NULL), which joins its simulated rank
+ * (ursa_dist_rank tells which), then the layer as under MPI, and ursa_dist_finalize.  The network
+ * keeps MPI's order (FIFO per pair of ranks) and nothing more: which pair's message moves next
+ * is drawn from seed, so seeds explore the interleavings and one seed replays one (with
+ * URSA_VPS=1).  No MPI call is made.  A deadlock (no message moves for URSA_DIST_TIMEOUT_MS)
+ * prints the seed and the pending requests and ends the process with status 72.  Call from an
+ * ursa thread, one run at a time, never while the MPI layer runs here: -EPERM, -EBUSY, -EINVAL
+ * (nranks out of range, NULL fn). */
+#define URSA_DIST_LOOP_MAX 16
+URSA_DIST_API int ursa_dist_loop_run(int nranks, uint64_t seed, int (*fn)(void *arg), void *arg);
+/* Messages the last (or current) run delivered, and a hash of their order (replay checks). */
+URSA_DIST_API int ursa_dist_loop_stats(uint64_t *delivered, uint64_t *order_hash);
+/* A thread made by ursa_create (not by the layer) in a loop run belongs to no rank: it names its
+ * rank here before it calls the layer.  Under MPI: 0 when rank is this process's, else -EINVAL.
+ * -ENOTCONN outside a run and before ursa_dist_init; -EPERM outside an ursa thread. */
+URSA_DIST_API int ursa_dist_attach(int rank);
 
 /* Counters of this rank (for benchmarks and tests). */
 typedef struct ursa_dist_stats {

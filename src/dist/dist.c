@@ -31,6 +31,15 @@
  *
  * Watchdog: see watchdog() (a silent rank that a request waits on ends the job).
  *
+ * Transports.  Everything above moves bytes only through struct transport (start, send, pending,
+ * recv, finish, stop), called by the progress thread of the rank: mpi_transport (one rank per
+ * process, the MPI calls named above) or loop_transport (ursa_dist_loop_run: N simulated ranks in
+ * one process, each with its own struct dstate, found through an ursa thread-specific key; the
+ * network N x N FIFO queues, the next message picked by a seeded generator; no sleeps, no
+ * watchdog: a run in which nothing moves for URSA_DIST_TIMEOUT_MS is reported with its seed).
+ * Arrays distributed by block (struct darr): each rank keeps its block of every array; element
+ * operations are the single structures' messages with F_ELEM, sent to the cell's home.
+ *
  * Termination.  A rank is idle when its main has called ursa_dist_finalize, none of the threads it
  * runs for ursa_dist_create is alive, no request is pending and nothing is queued to send.  Rank 0
  * runs waves (PROBE -> STATUS: idle, messages sent, messages handled); two consecutive waves in
@@ -70,14 +79,14 @@
 
 enum kind {
   K_SPAWN = 1, K_SPAWN_ANY, K_LOAD, K_JOIN, K_CREATE, K_DESTROY, K_LOCK, K_UNLOCK, K_IS_READ,
-  K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY,
+  K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY, K_ACREATE, K_ADESTROY,
   K_PROBE, K_STATUS, K_SHUTDOWN,                /* termination detection: not counted */
   K_PING, K_PONG                                /* the watchdog's liveness check: not counted */
 };
 static const char *const kind_name[] = {
   "?", "create", "create (any rank)", "load", "join", "object create", "object destroy", "mutex lock",
   "mutex unlock", "I-structure read", "I-structure write", "M-structure take", "M-structure put",
-  "barrier wait", "reply", "probe", "status", "shutdown", "ping", "pong"};
+  "barrier wait", "reply", "array create", "array destroy", "probe", "status", "shutdown", "ping", "pong"};
 
 enum otype { O_FREE = 0, O_MUTEX, O_IVAR, O_MVAR, O_BARRIER };
 
@@ -92,7 +101,7 @@ struct hdr {                /* 40 bytes, then len bytes */
   uint32_t len;
 };
 
-struct dmsg { struct dmsg *next; int dst; struct hdr h; unsigned char data[]; };
+struct dmsg { struct dmsg *next; int dst, from; struct hdr h; unsigned char data[]; };
 
 struct dreq {                /* a pending request, on the requester's stack */
   uint64_t id, t0;
@@ -128,8 +137,10 @@ struct dthr {                /* a joinable thread run here for ursa_dist_create 
   size_t   len;
 };
 
+struct dstate;
 struct job {                 /* a spawn, between handle and ctx_run */
   struct job *next;
+  struct dstate *st;         /* the rank it runs on (the loop transport: its thread-specific value) */
   ursa_dist_fn fn;
   uint64_t seq;              /* the thread's id, 0 when detached */
   int      src;
@@ -146,14 +157,45 @@ struct ctx {                 /* what a handler leaves for after the lock */
   int nmore, capmore;
 };
 
+/* A block of an I- or M-structure array homed here: cells lo .. lo+cnt-1 of n (block size
+ * ceil(n / size), cell i on rank i / block).  Named by its id (creator rank << 48 | sequence) on
+ * every rank.  closing: destroy's first phase found it idle; cells then answer -EINVAL. */
+struct darr {
+  struct darr *next;
+  uint64_t id, n, lo, cnt;
+  uint8_t type;
+  bool closing;
+  struct dobj *cells;
+};
+#define F_ELEM 0x80          /* hdr.flags of an element operation: obj is an array id, a the index */
+
 struct fnent { char name[64]; uint64_t hash; ursa_dist_fn fn; };
 struct held { struct held *next; uint64_t obj, tok; };
 
-static struct {
+/* The transport boundary: the few calls that move bytes between ranks, made by the progress thread
+ * of the rank only.  mpi_transport (MPI, one rank per process) and loop_transport (N simulated
+ * ranks in one process, ursa_dist_loop_run). */
+struct transport {
+  const char *name;
+  int  (*start)(void);          /* sets D.rank, D.size; 0 or a negative errno                       */
+  void (*send)(struct dmsg *m); /* takes m (to m->dst), never blocks; FIFO per (source, destination) */
+  int  (*pending)(void);        /* sends not complete yet (their buffers still in use)              */
+  /* the next message to this rank or NULL; valid until the next call; *from: the sending rank */
+  const struct hdr *(*recv)(int *from, const unsigned char **data);
+  bool (*finish)(void);         /* the last barrier, non-blocking: true once every rank reached it  */
+  void (*stop)(void);           /* after finish: releases the transport                             */
+};
+
+struct dstate {
   ursa__spin_t lock;
   int state;                                  /* 0 off, 1 running, 2 finalized */
   int rank, size;
   bool smp, own_mpi;
+  const struct transport *T;
+  /* the loop transport: this rank's delivered messages (guarded by L.lock), the last one handed
+   * to recv (freed at the next), whether it reached finish */
+  bool loop, loop_finished;
+  struct dmsg *in_head, *in_tail, *last_in;
   int *argc; char ***argv;
   MPI_Comm comm;
   ursa_thread_t prog;
@@ -175,6 +217,8 @@ static struct {
   /* objects homed here */
   struct dobj *objs; int nobjs, capobjs; int *ofree; int nofree;
   struct held *held;
+  struct darr *arrs;                          /* blocks of arrays homed here */
+  uint64_t next_arr;
   /* arbiter (rank 0) */
   int *load_est; int rr;
   /* spawned threads that have finished, for reap() to join */
@@ -187,7 +231,21 @@ static struct {
   uint64_t wave; bool wave_active, prev_ok; int wave_replies; bool wave_idle;
   uint64_t wave_s, wave_r, prev_s, prev_r, next_wave_at;
   ursa_dist_stats_t st;
-} D;
+};
+
+/* The state of this process's rank (MPI), or, in a loop run, of the rank of the calling ursa thread
+ * (its value of loop_key: set for a rank's main, its progress thread, the threads the layer creates
+ * for it and those ursa_dist_attach names).  loop_used: set once (before the first loop run's
+ * threads exist, so every reader sees it: ursa_create orders it), never cleared. */
+static struct dstate D_one;
+static bool loop_used;
+static ursa_key_t loop_key;
+static inline struct dstate *dstate(void) {
+  if (__builtin_expect(!__atomic_load_n(&loop_used, __ATOMIC_RELAXED), 1)) return &D_one;
+  struct dstate *s = ursa_getspecific(loop_key);
+  return s ? s : &D_one;
+}
+#define D (*dstate())
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
@@ -215,9 +273,11 @@ static _Noreturn void fail_stop(int code) {
   _exit(code);
 }
 
+static void loop_seed_note(void);
 static _Noreturn __attribute__((format(printf, 1, 2))) void die(const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "ursa dist: rank %d: ", D.rank);
+  if (D.loop) loop_seed_note();
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
@@ -296,6 +356,7 @@ static void send_raw(int dst, const struct hdr *h, const void *data) {
   if (m == NULL) die("out of memory (send)");
   m->next = NULL;
   m->dst = dst;
+  m->from = D.rank;
   m->h = *h;
   if (h->len) memcpy(m->data, data, h->len);
   if (D.out_tail) D.out_tail->next = m; else D.out_head = m;
@@ -366,6 +427,7 @@ static struct dthr *thr_find(uint64_t seq, struct dthr ***where) {
 static void *tramp(void *p) {
   struct job *j = p;
   struct ctx c = {0};
+  if (j->st != &D_one) ursa_setspecific(loop_key, j->st);   /* a simulated rank's thread */
   unsigned char *res = malloc(URSA_DIST_RES_MAX);
   ssize_t rc = res ? j->fn(j->arg, j->len, res, URSA_DIST_RES_MAX) : -ENOMEM;
   if (rc > (ssize_t)URSA_DIST_RES_MAX) rc = -EMSGSIZE;
@@ -485,6 +547,61 @@ static struct dwait *dequeue(struct dobj *o) {
   return w;
 }
 
+/* ---- arrays' blocks homed here (lock held) ----------------------------------------------------------- */
+
+static struct darr *arr_find(uint64_t id, struct darr ***where) {
+  struct darr **pp = &D.arrs;
+  while (*pp && (*pp)->id != id) pp = &(*pp)->next;
+  if (where) *where = pp;
+  return *pp;
+}
+
+static struct dobj *cell_get(uint64_t id, uint64_t i, int type) {
+  struct darr *a = arr_find(id, NULL);
+  if (a == NULL || a->closing || a->type != type || i < a->lo || i - a->lo >= a->cnt) return NULL;
+  return &a->cells[i - a->lo];
+}
+
+static int arr_new(uint64_t id, uint64_t n, int type) {
+  if (arr_find(id, NULL)) return -EEXIST;
+  uint64_t bs = (n + (uint64_t)D.size - 1) / (uint64_t)D.size, lo = bs * (uint64_t)D.rank;
+  struct darr *a = calloc(1, sizeof *a);
+  if (a == NULL) return -ENOMEM;
+  a->id = id; a->n = n; a->type = (uint8_t)type; a->lo = lo;
+  a->cnt = lo >= n ? 0 : (n - lo < bs ? n - lo : bs);
+  if (a->cnt && (a->cells = calloc(a->cnt, sizeof *a->cells)) == NULL) { free(a); return -ENOMEM; }
+  for (uint64_t k = 0; k < a->cnt; k++) a->cells[k].type = (uint8_t)type;
+  a->next = D.arrs;
+  D.arrs = a;
+  return 0;
+}
+
+static void arr_free(struct darr *a) {
+  for (uint64_t k = 0; k < a->cnt; k++) {
+    struct dwait *w;
+    while ((w = dequeue(&a->cells[k])) != NULL) free(w);
+    free(a->cells[k].val);
+  }
+  free(a->cells);
+  free(a);
+}
+
+/* phase 0: close when no cell is waited on (-EBUSY otherwise); 1: free; 2: reopen (another
+ * rank's block was busy). */
+static int arr_destroy(uint64_t id, int phase) {
+  struct darr **pp, *a = arr_find(id, &pp);
+  if (a == NULL || (phase == 0 && a->closing)) return -EINVAL;
+  if (phase == 0) {
+    for (uint64_t k = 0; k < a->cnt; k++)
+      if (a->cells[k].head) return -EBUSY;
+    a->closing = true;
+  } else if (phase == 1) {
+    *pp = a->next;
+    arr_free(a);
+  } else a->closing = false;
+  return 0;
+}
+
 /* ---- the handler ------------------------------------------------------------------------------------ */
 
 static void spawn_here(struct ctx *c, const struct hdr *h, const void *data) {
@@ -497,6 +614,7 @@ static void spawn_here(struct ctx *c, const struct hdr *h, const void *data) {
   if (j && !(h->flags & URSA_DIST_DETACHED) && (d = calloc(1, sizeof *d)) == NULL) { free(j); j = NULL; }
   if (j == NULL) { reply(c, h->src, h->req, -ENOMEM, NULL, 0, 0); return; }
   j->fn = fn;
+  j->st = &D;
   j->seq = 0;
   j->src = h->src;
   j->req = h->req;
@@ -593,7 +711,10 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
   case K_IS_READ:
   case K_MS_TAKE: {
     int type = h->kind == K_IS_READ ? O_IVAR : O_MVAR;
-    if ((o = obj_get(h->obj, type)) == NULL) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
+    if ((o = (h->flags & F_ELEM) ? cell_get(h->obj, h->a, type) : obj_get(h->obj, type)) == NULL) {
+      reply(c, h->src, h->req, -EINVAL, NULL, 0, 0);
+      break;
+    }
     if (o->full) {
       reply(c, h->src, h->req, 0, o->val, o->len, 0);
       if (type == O_MVAR) { o->full = false; free(o->val); o->val = NULL; o->len = 0; }
@@ -603,7 +724,10 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
   case K_IS_WRITE:
   case K_MS_PUT: {
     int type = h->kind == K_IS_WRITE ? O_IVAR : O_MVAR;
-    if ((o = obj_get(h->obj, type)) == NULL) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
+    if ((o = (h->flags & F_ELEM) ? cell_get(h->obj, h->a, type) : obj_get(h->obj, type)) == NULL) {
+      reply(c, h->src, h->req, -EINVAL, NULL, 0, 0);
+      break;
+    }
     if (o->full) { reply(c, h->src, h->req, -EBUSY, NULL, 0, 0); break; }
     if (type == O_MVAR && (w = dequeue(o)) != NULL) {   /* the first taker gets it; stays empty */
       reply(c, w->src, w->req, 0, data, h->len, 0);
@@ -631,6 +755,12 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
     break;
   case K_REPLY:
     complete(c, h->req, h->status, data, h->len, h->a);
+    break;
+  case K_ACREATE:
+    reply(c, h->src, h->req, arr_new(h->obj, h->a, h->flags), NULL, 0, 0);
+    break;
+  case K_ADESTROY:
+    reply(c, h->src, h->req, arr_destroy(h->obj, (int)h->a), NULL, 0, 0);
     break;
   case K_PROBE: {
     bool idle = D.main_done && D.live == 0 && D.nreq == 0 && D.out_head == NULL;
@@ -662,11 +792,6 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
 }
 
 /* ---- the progress thread ---------------------------------------------------------------------------- */
-
-static MPI_Request *sreq;
-static struct dmsg **smsg;
-static int nsend, capsend;
-static unsigned char *rbuf;
 
 static bool local_idle(void) { return D.main_done && D.live == 0 && D.nreq == 0 && D.out_head == NULL; }
 
@@ -700,7 +825,7 @@ static void waves(uint64_t t) {
   D.prev_ok = ok;
   D.prev_s = D.wave_s;
   D.prev_r = D.wave_r;
-  D.next_wave_at = t + (ok ? 0 : 20000);             /* 20 us between failed waves */
+  D.next_wave_at = t + (ok || D.loop ? 0 : 20000);   /* 20 us between failed waves (none in a loop run: no clock) */
 }
 
 /* Every 100 ms, lock held.  A request may wait as long as the program makes it (a lock held, an
@@ -753,70 +878,14 @@ static int env_us(const char *name, uint64_t def, uint64_t *out) {
   return 0;
 }
 
-static int sends_flush(void) {
-  int sent = 0;
-  lock();
-  struct dmsg *m = D.out_head;
-  D.out_head = D.out_tail = NULL;
-  __atomic_store_n(&D.nout, 0, __ATOMIC_RELAXED);
-  unlock();
-  while (m) {
-    struct dmsg *next = m->next;
-    if (nsend == capsend) {
-      int n = capsend ? 2 * capsend : 64;
-      sreq = realloc(sreq, (size_t)n * sizeof *sreq);
-      smsg = realloc(smsg, (size_t)n * sizeof *smsg);
-      if (!sreq || !smsg) die("out of memory (send queue)");
-      capsend = n;
-    }
-    MPICHK(MPI_Isend(&m->h, (int)(sizeof m->h + m->h.len), MPI_BYTE, m->dst, TAG, D.comm, &sreq[nsend]));
-    smsg[nsend++] = m;
-    m = next;
-    sent++;
-  }
-  if (nsend) {
-    int idx[64], n = 0;
-    int cnt = nsend < 64 ? nsend : 64;
-    MPI_Status sts[64];                     /* (MPI_STATUSES_IGNORE trips gcc's -Wstringop-overflow on MPICH's header) */
-    MPICHK(MPI_Testsome(cnt, sreq, &n, idx, sts));
-    if (n > 0 && n != MPI_UNDEFINED) {
-      for (int k = 0; k < n; k++) { free(smsg[idx[k]]); smsg[idx[k]] = NULL; }
-      int j = 0;
-      for (int k = 0; k < nsend; k++)
-        if (smsg[k]) { smsg[j] = smsg[k]; sreq[j] = sreq[k]; j++; }
-      nsend = j;
-    }
-  }
-  return sent;
-}
+/* ---- the MPI transport (one rank per process) ------------------------------------------------------ */
 
-static int receive(void) {
-  int n = 0;
-  while (n < POLL_BUDGET) {
-    int flag, len;
-    MPI_Message mm;
-    MPI_Status st;
-    MPICHK(MPI_Improbe(MPI_ANY_SOURCE, TAG, D.comm, &flag, &mm, &st));
-    if (!flag) break;
-    MPICHK(MPI_Get_count(&st, MPI_BYTE, &len));
-    if (len < (int)sizeof(struct hdr) || len > (int)(sizeof(struct hdr) + URSA_DIST_ARG_MAX))
-      die("a message of %d bytes: protocol error", len);
-    MPICHK(MPI_Mrecv(rbuf, len, MPI_BYTE, &mm, MPI_STATUS_IGNORE));
-    struct hdr h;
-    memcpy(&h, rbuf, sizeof h);
-    struct ctx c = {0};
-    lock();
-    if (D.timeout_ns) D.heard[st.MPI_SOURCE] = now_ns();
-    handle(&c, &h, rbuf + sizeof h);
-    unlock();
-    ctx_run(&c);
-    n++;
-  }
-  return n;
-}
+static MPI_Request *sreq;          /* Isends in flight and their messages (the progress thread's) */
+static struct dmsg **smsg;
+static int nsend, capsend;
+static unsigned char *rbuf;
 
-static void *progress(void *unused) {
-  (void)unused;
+static int mpi_start(void) {
   int inited = 0, prov = 0, rc = 0;
   MPI_Initialized(&inited);
   if (!inited) {
@@ -841,10 +910,218 @@ static void *progress(void *unused) {
     MPICHK(MPI_Comm_rank(D.comm, &D.rank));
     MPICHK(MPI_Comm_size(D.comm, &D.size));
     rbuf = malloc(sizeof(struct hdr) + URSA_DIST_ARG_MAX);
+    if (rbuf == NULL) rc = -ENOMEM;
+  }
+  return rc;
+}
+
+static void mpi_send(struct dmsg *m) {
+  if (nsend == capsend) {
+    int n = capsend ? 2 * capsend : 64;
+    sreq = realloc(sreq, (size_t)n * sizeof *sreq);
+    smsg = realloc(smsg, (size_t)n * sizeof *smsg);
+    if (!sreq || !smsg) die("out of memory (send queue)");
+    capsend = n;
+  }
+  MPICHK(MPI_Isend(&m->h, (int)(sizeof m->h + m->h.len), MPI_BYTE, m->dst, TAG, D.comm, &sreq[nsend]));
+  smsg[nsend++] = m;
+}
+
+static int mpi_pending(void) {
+  if (nsend) {
+    int idx[64], n = 0;
+    int cnt = nsend < 64 ? nsend : 64;
+    MPI_Status sts[64];                     /* (MPI_STATUSES_IGNORE trips gcc's -Wstringop-overflow on MPICH's header) */
+    MPICHK(MPI_Testsome(cnt, sreq, &n, idx, sts));
+    if (n > 0 && n != MPI_UNDEFINED) {
+      for (int k = 0; k < n; k++) { free(smsg[idx[k]]); smsg[idx[k]] = NULL; }
+      int j = 0;
+      for (int k = 0; k < nsend; k++)
+        if (smsg[k]) { smsg[j] = smsg[k]; sreq[j] = sreq[k]; j++; }
+      nsend = j;
+    }
+  }
+  return nsend;
+}
+
+static const struct hdr *mpi_recv(int *from, const unsigned char **data) {
+  int flag, len;
+  MPI_Message mm;
+  MPI_Status st;
+  MPICHK(MPI_Improbe(MPI_ANY_SOURCE, TAG, D.comm, &flag, &mm, &st));
+  if (!flag) return NULL;
+  MPICHK(MPI_Get_count(&st, MPI_BYTE, &len));
+  if (len < (int)sizeof(struct hdr) || len > (int)(sizeof(struct hdr) + URSA_DIST_ARG_MAX))
+    die("a message of %d bytes: protocol error", len);
+  MPICHK(MPI_Mrecv(rbuf, len, MPI_BYTE, &mm, MPI_STATUS_IGNORE));
+  *from = st.MPI_SOURCE;
+  *data = rbuf + sizeof(struct hdr);
+  return (const struct hdr *)(void *)rbuf;
+}
+
+/* No rank finalizes while another still needs its sends: a non-blocking barrier. */
+static MPI_Request fin_req;
+static bool fin_started;
+static bool mpi_finish(void) {
+  int done = 0;
+  if (!fin_started) { MPICHK(MPI_Ibarrier(D.comm, &fin_req)); fin_started = true; }
+  MPICHK(MPI_Test(&fin_req, &done, MPI_STATUS_IGNORE));
+  if (done) fin_started = false;
+  return done;
+}
+
+static void mpi_stop(void) {
+  MPI_Comm_free(&D.comm);
+  if (D.own_mpi) MPI_Finalize();
+  free(rbuf); rbuf = NULL;
+  free(sreq); free(smsg); sreq = NULL; smsg = NULL; nsend = capsend = 0;
+}
+
+static const struct transport mpi_transport = {"mpi", mpi_start, mpi_send, mpi_pending, mpi_recv, mpi_finish, mpi_stop};
+
+/* ---- the loop transport (N simulated ranks in one process, for tests) ------------------------------
+ *
+ * The network is n x n FIFO queues, one per (source, destination) pair: the only order MPI
+ * promises (non-overtaking per pair on one communicator and tag).  A progress thread that polls
+ * (recv) first lets the network deliver: with probability 3/4 it moves the head of one non-empty
+ * pair queue, picked by a seeded generator (xorshift64*), to its destination's inbox, so any
+ * interleaving of different pairs' messages can happen and a seed names one; then it takes the
+ * head of its own inbox.  Everything under L.lock.  With one VP the scheduler's order is fixed
+ * too, so a seed replays a run (tests/dist print it).  A run in which no counted message moves for
+ * URSA_DIST_TIMEOUT_MS while requests wait is a deadlock of the protocol: the run prints its seed
+ * and every rank's pending requests and ends the process (status 72). */
+static struct {
+  ursa__spin_t lock;
+  bool active;
+  int n, finished;
+  uint64_t seed, rng, delivered, hash, last_event, stall_ns;
+  struct dstate *st;                  /* n states */
+  struct dmsg **qh, **qt;             /* n * n pair queues, src * n + dst */
+  int queued;
+} L;
+
+static void loop_seed_note(void) { fprintf(stderr, "(loop transport, %d ranks, seed %llu) ", L.n, (unsigned long long)L.seed); }
+
+static uint64_t loop_rand(void) {     /* xorshift64*; L.lock held */
+  L.rng ^= L.rng >> 12; L.rng ^= L.rng << 25; L.rng ^= L.rng >> 27;
+  return L.rng * 2685821657736338717ull;
+}
+
+static int loop_start(void) { return 0; }   /* rank and size set by ursa_dist_loop_run */
+
+static void loop_send(struct dmsg *m) {
+  ursa__obj_lock(&L.lock);
+  int q = m->from * L.n + m->dst;
+  m->next = NULL;
+  if (L.qt[q]) L.qt[q]->next = m; else L.qh[q] = m;
+  L.qt[q] = m;
+  L.queued++;
+  ursa__obj_unlock(&L.lock);
+}
+
+static int loop_pending(void) { return 0; }  /* a queued message is the network's */
+
+static void loop_stall(uint64_t t);
+static const struct hdr *loop_recv(int *from, const unsigned char **data) {
+  struct dstate *me = &D;
+  struct dmsg *m;
+  free(me->last_in);
+  me->last_in = NULL;
+  ursa__obj_lock(&L.lock);
+  if (L.queued && loop_rand() % 4 != 0) {
+    int nonempty = 0, k, q;
+    for (q = 0; q < L.n * L.n; q++) nonempty += L.qh[q] != NULL;
+    k = (int)(loop_rand() % (uint64_t)nonempty);
+    for (q = 0; q < L.n * L.n; q++)
+      if (L.qh[q] && k-- == 0) break;
+    m = L.qh[q];
+    L.qh[q] = m->next;
+    if (L.qh[q] == NULL) L.qt[q] = NULL;
+    L.queued--;
+    struct dstate *to = &L.st[m->dst];
+    m->next = NULL;
+    if (to->in_tail) to->in_tail->next = m; else to->in_head = m;
+    to->in_tail = m;
+    L.delivered++;
+    L.hash = (L.hash ^ (uint64_t)(q * 64 + m->h.kind)) * 1099511628211ull;   /* the order, for replay checks */
+    if (m->h.kind < K_PROBE) L.last_event = 0;
+  }
+  m = me->in_head;
+  if (m) { me->in_head = m->next; if (me->in_head == NULL) me->in_tail = NULL; }
+  else if (L.stall_ns) {
+    uint64_t t = now_ns();
+    if (L.last_event == 0) L.last_event = t;
+    else if (t - L.last_event > L.stall_ns) loop_stall(t);
+  }
+  ursa__obj_unlock(&L.lock);
+  if (m == NULL) return NULL;
+  me->last_in = m;
+  *from = m->from;
+  *data = m->data;
+  return &m->h;
+}
+
+static bool loop_finish(void) {
+  bool all;
+  ursa__obj_lock(&L.lock);
+  if (!D.loop_finished) { D.loop_finished = true; L.finished++; }
+  all = L.finished == L.n;
+  ursa__obj_unlock(&L.lock);
+  if (!all) (void)loop_recv(&(int){0}, &(const unsigned char *){NULL});   /* keep delivering for the others */
+  return all;
+}
+
+static void loop_stop(void) { free(D.last_in); D.last_in = NULL; }
+
+static const struct transport loop_transport = {"loop", loop_start, loop_send, loop_pending, loop_recv, loop_finish, loop_stop};
+
+/* ---- the progress loop, on either transport ----------------------------------------------------------- */
+
+static int sends_flush(int *pend) {
+  int sent = 0;
+  lock();
+  struct dmsg *m = D.out_head;
+  D.out_head = D.out_tail = NULL;
+  __atomic_store_n(&D.nout, 0, __ATOMIC_RELAXED);
+  unlock();
+  while (m) {
+    struct dmsg *next = m->next;
+    D.T->send(m);
+    m = next;
+    sent++;
+  }
+  *pend = D.T->pending();
+  return sent;
+}
+
+static int receive(void) {
+  int n = 0;
+  while (n < POLL_BUDGET) {
+    int from = 0;
+    const unsigned char *data = NULL;
+    const struct hdr *hp = D.T->recv(&from, &data);
+    if (hp == NULL) break;
+    struct hdr h;
+    memcpy(&h, hp, sizeof h);
+    struct ctx c = {0};
+    lock();
+    if (D.timeout_ns) D.heard[from] = now_ns();
+    handle(&c, &h, data);
+    unlock();
+    ctx_run(&c);
+    n++;
+  }
+  return n;
+}
+
+static void *progress(void *self) {
+  if (self != &D_one) ursa_setspecific(loop_key, self);   /* a simulated rank's progress thread */
+  int pend = 0, rc = D.T->start();
+  if (rc == 0) {
     D.load_est = calloc((size_t)D.size, sizeof *D.load_est);
     D.heard = calloc((size_t)D.size, sizeof *D.heard);
     D.pinged = calloc((size_t)D.size, sizeof *D.pinged);
-    if (rbuf == NULL || !D.load_est || !D.heard || !D.pinged || D.size > 65535) rc = D.size > 65535 ? -EINVAL : -ENOMEM;
+    if (!D.load_est || !D.heard || !D.pinged || D.size > 65535) rc = D.size > 65535 ? -EINVAL : -ENOMEM;
     else for (int r = 0; r < D.size; r++) D.heard[r] = now_ns();
   }
   if (rc == 0 && D.rank == 0) {                          /* object 0 of rank 0: ursa_dist_barrier_all */
@@ -864,26 +1141,26 @@ static void *progress(void *unused) {
     __atomic_fetch_add(&D.st.polls, 1, __ATOMIC_RELAXED);          /* read by ursa_dist_stats */
     if (__atomic_load_n(&D.ndone, __ATOMIC_RELAXED)) reap();
     /* a message sent counts as activity: its answer comes soon, so the backoff starts over */
-    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) || nsend) n += sends_flush();
+    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) || pend) n += sends_flush(&pend);
     n += receive();
     /* answers the handlers queued go out before this thread yields: the thread it wakes may
      * compute for long without blocking (then, with one VP, this thread would not run) */
-    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED)) n += sends_flush();
+    if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED)) n += sends_flush(&pend);
     uint64_t t = 0;
     if (D.rank == 0 || D.timeout_ns) t = now_ns();
     lock();
     if (D.rank == 0) waves(t);
     bool stop = D.shutdown && D.out_head == NULL;
     unlock();
-    if (stop && nsend == 0) break;
+    if (stop && pend == 0) break;
     if (t >= next_watch) {
       lock();
       watchdog(t);
       unlock();
       next_watch = t + 100000000;
     }
-    if (n || __atomic_load_n(&D.nout, __ATOMIC_RELAXED) || nsend) { idle_since = 0; ursa_yield(); continue; }
-    if (ursa__vp_others_ready()) { idle_since = 0; ursa_yield(); continue; }
+    if (n || __atomic_load_n(&D.nout, __ATOMIC_RELAXED) || pend) { idle_since = 0; ursa_yield(); continue; }
+    if (ursa__vp_others_ready() || D.loop) { idle_since = 0; ursa_yield(); continue; }   /* loop: no backoff */
     t = now_ns();
     if (idle_since == 0) idle_since = t;
     uint64_t d = t - idle_since;
@@ -902,19 +1179,13 @@ static void *progress(void *unused) {
     __atomic_store_n(&D.sleeping, 0, __ATOMIC_SEQ_CST);
     while (ursa_sem_trywait(&D.kick) == 0) {}
   }
-  /* every rank is done: a non-blocking barrier so that no rank finalizes while another still
-   * needs its sends, then MPI_Finalize if we initialized MPI */
-  MPI_Request b;
-  int done = 0;
-  MPICHK(MPI_Ibarrier(D.comm, &b));
-  while (!done) {
-    MPICHK(MPI_Test(&b, &done, MPI_STATUS_IGNORE));
-    if (!done) ursa_sleep_ns(20000);
+  /* every rank is done: the transport's last barrier (no rank finalizes while another still
+   * needs its sends), then it stops (MPI_Finalize if we initialized MPI) */
+  while (!D.T->finish()) {
+    if (D.loop) ursa_yield();
+    else ursa_sleep_ns(20000);
   }
-  MPI_Comm_free(&D.comm);
-  if (D.own_mpi) MPI_Finalize();
-  free(rbuf); rbuf = NULL;
-  free(sreq); free(smsg); sreq = NULL; smsg = NULL; nsend = capsend = 0;
+  D.T->stop();
   return NULL;
 }
 
@@ -938,8 +1209,16 @@ static void flush_soon(void) {
 
 static const struct ursa__waitkind dist_kind = {"a remote operation (ursa_dist) on request", NULL, 0};
 
+/* The layer's kind of wait, named in ursa's dumps: registered once per process (the simulated
+ * ranks of a loop run call ursa_dist_init at once, on any VP; loop_run registers it before they
+ * exist). */
+static int kind_once;               /* atomic: 0, then 1 for the thread that registers */
+static void register_kind(void) {
+  if (__atomic_load_n(&kind_once, __ATOMIC_ACQUIRE) == 0 && __atomic_exchange_n(&kind_once, 1, __ATOMIC_ACQ_REL) == 0)
+    ursa__waitkind_register(URSA__W_DIST, &dist_kind);
+}
+
 int ursa_dist_init(int *argc, char ***argv) {
-  static int once;
   int rc;
   if (__atomic_load_n(&D.state, __ATOMIC_ACQUIRE) != 0) return -EALREADY;
   if (ursa__self_thread() == NULL) return -EPERM;
@@ -949,9 +1228,11 @@ int ursa_dist_init(int *argc, char ***argv) {
     return rc;
   D.spin_ns *= 1000; D.yield_ns *= 1000; D.sleep_ns *= 1000; D.timeout_ns *= 1000000;
   D.deep_after_ns *= 1000000; D.deep_sleep_ns *= 1000;
+  D.T = D.loop ? &loop_transport : &mpi_transport;
+  if (D.loop) D.timeout_ns = 0;         /* no rank stalls alone in one process: loop_stall watches */
   if (D.sleep_ns == 0) D.sleep_ns = 1000;
   if (D.deep_sleep_ns == 0) D.deep_sleep_ns = 1000;
-  if (!once) { ursa__waitkind_register(URSA__W_DIST, &dist_kind); once = 1; }
+  register_kind();
   D.smp = ursa_vp_count() > 1;
   D.argc = argc; D.argv = argv;
   D.next_seq = 1;
@@ -963,7 +1244,7 @@ int ursa_dist_init(int *argc, char ***argv) {
   ursa_attr_setbound(&a, 1);
   ursa_attr_setname(&a, "ursa-dist-progress");
   ursa_attr_setstacksize(&a, 4u << 20);       /* MPI_Init and UCX run deep on it (a 64 KiB stack overflowed) */
-  rc = ursa_create(&D.prog, &a, progress, NULL);
+  rc = ursa_create(&D.prog, &a, progress, &D);
   ursa_attr_destroy(&a);
   if (rc) return rc;
   ursa_sem_wait(&D.ready);
@@ -992,6 +1273,7 @@ int ursa_dist_finalize(void) {
     free(D.objs[i].val);
   }
   while (D.held) { struct held *h = D.held; D.held = h->next; free(h); }
+  while (D.arrs) { struct darr *a = D.arrs; D.arrs = a->next; arr_free(a); }
   free(D.objs); free(D.ofree); free(D.slots); free(D.sgen); free(D.sfree); free(D.load_est); free(D.fns);
   free(D.heard); free(D.pinged);
   ursa_sem_destroy(&D.kick);
@@ -1201,6 +1483,86 @@ int ursa_dist_barrier_all(void) {
   return ursa_dist_barrier_wait(b);
 }
 
+/* ---- arrays distributed by block ---------------------------------------------------------------------- */
+
+static int arr_create(uint64_t n, int type, uint64_t *id) {
+  if (!running()) return -ENOTCONN;
+  if (id == NULL || n == 0 || n > URSA_DIST_ARRAY_MAX) return -EINVAL;
+  lock();
+  uint64_t aid = ((uint64_t)D.rank << 48) | ++D.next_arr;
+  unlock();
+  int rc = 0, r;
+  for (r = 0; r < D.size && rc == 0; r++)             /* a block on every rank (maybe empty) */
+    rc = rpc(r, K_ACREATE, (unsigned)type, aid, n, NULL, 0, NULL, 0, NULL, NULL);
+  if (rc) {                                           /* undo the blocks made */
+    for (int k = 0; k < r - 1; k++) rpc(k, K_ADESTROY, 0, aid, 1, NULL, 0, NULL, 0, NULL, NULL);
+    return rc;
+  }
+  *id = aid;
+  return 0;
+}
+
+static int arr_destroy_all(uint64_t aid, uint64_t n) {
+  if (!running()) return -ENOTCONN;
+  if (aid == 0 || OWNER(aid) >= D.size || n == 0) return -EINVAL;
+  int rc = 0, r;
+  for (r = 0; r < D.size && rc == 0; r++) rc = rpc(r, K_ADESTROY, 0, aid, 0, NULL, 0, NULL, 0, NULL, NULL);
+  if (rc) {                                           /* reopen the blocks closed */
+    for (int k = 0; k < r - 1; k++) rpc(k, K_ADESTROY, 0, aid, 2, NULL, 0, NULL, 0, NULL, NULL);
+    return rc;
+  }
+  for (r = 0; r < D.size; r++) rpc(r, K_ADESTROY, 0, aid, 1, NULL, 0, NULL, 0, NULL, NULL);
+  return 0;
+}
+
+static int arr_home(uint64_t aid, uint64_t n, uint64_t i) {
+  if (!running()) return -ENOTCONN;
+  if (aid == 0 || OWNER(aid) >= D.size || n == 0) return -EINVAL;
+  if (i >= n) return -ERANGE;
+  uint64_t bs = (n + (uint64_t)D.size - 1) / (uint64_t)D.size;
+  return (int)(i / bs);
+}
+
+static int arr_op(uint64_t aid, uint64_t n, uint64_t i, int kind, const void *val, size_t len, void *out, size_t cap,
+                  size_t *outlen) {
+  int home = arr_home(aid, n, i);
+  if (home < 0) return home;
+  if (len > URSA_DIST_RES_MAX || (len && val == NULL)) return -EINVAL;
+  size_t got = 0;
+  unsigned char dummy;
+  int rc = rpc(home, kind, F_ELEM, aid, i, val, len, out ? out : &dummy, out ? cap : 0, &got, NULL);
+  if (outlen) *outlen = got;
+  if (rc == -EMSGSIZE && out == NULL) rc = 0;
+  return rc;
+}
+
+int ursa_dist_marray_create(uint64_t n, ursa_dist_marray_t *a) {
+  int rc = arr_create(n, O_MVAR, a ? &a->id : NULL);
+  if (rc == 0) a->n = n;
+  return rc;
+}
+int ursa_dist_marray_destroy(ursa_dist_marray_t a) { return arr_destroy_all(a.id, a.n); }
+int ursa_dist_marray_home(ursa_dist_marray_t a, uint64_t i) { return arr_home(a.id, a.n, i); }
+int ursa_dist_marray_put(ursa_dist_marray_t a, uint64_t i, const void *val, size_t len) {
+  return arr_op(a.id, a.n, i, K_MS_PUT, val, len, NULL, 0, NULL);
+}
+int ursa_dist_marray_take(ursa_dist_marray_t a, uint64_t i, void *val, size_t cap, size_t *len) {
+  return arr_op(a.id, a.n, i, K_MS_TAKE, NULL, 0, val, cap, len);
+}
+int ursa_dist_iarray_create(uint64_t n, ursa_dist_iarray_t *a) {
+  int rc = arr_create(n, O_IVAR, a ? &a->id : NULL);
+  if (rc == 0) a->n = n;
+  return rc;
+}
+int ursa_dist_iarray_destroy(ursa_dist_iarray_t a) { return arr_destroy_all(a.id, a.n); }
+int ursa_dist_iarray_home(ursa_dist_iarray_t a, uint64_t i) { return arr_home(a.id, a.n, i); }
+int ursa_dist_iarray_write(ursa_dist_iarray_t a, uint64_t i, const void *val, size_t len) {
+  return arr_op(a.id, a.n, i, K_IS_WRITE, val, len, NULL, 0, NULL);
+}
+int ursa_dist_iarray_read(ursa_dist_iarray_t a, uint64_t i, void *val, size_t cap, size_t *len) {
+  return arr_op(a.id, a.n, i, K_IS_READ, NULL, 0, val, cap, len);
+}
+
 int ursa_dist_stats(ursa_dist_stats_t *out) {
   if (out == NULL) return -EINVAL;
   if (!running()) return -ENOTCONN;
@@ -1212,4 +1574,105 @@ int ursa_dist_stats(ursa_dist_stats_t *out) {
   out->received = D.recvd;
   unlock();
   return 0;
+}
+
+/* ---- the loop transport's runs ---------------------------------------------------------------------- */
+
+/* L.lock held: no counted message moved for URSA_DIST_TIMEOUT_MS: the protocol is stuck. */
+static void loop_stall(uint64_t t) {
+  (void)t;
+  fprintf(stderr, "ursa dist: loop transport, %d ranks, seed %llu: no message moved for URSA_DIST_TIMEOUT_MS=%llu "
+                  "(%llu delivered): a deadlock of the protocol; pending requests:\n",
+          L.n, (unsigned long long)L.seed, (unsigned long long)(L.stall_ns / 1000000), (unsigned long long)L.delivered);
+  for (int r = 0; r < L.n; r++) {
+    struct dstate *s = &L.st[r];
+    fprintf(stderr, "  rank %d: main %s, %d live threads\n", r, s->main_done ? "in finalize" : "running", s->live);
+    for (int i = 0; i < s->nslots; i++) {
+      struct dreq *q = s->slots[i];
+      if (q) fprintf(stderr, "    %s -> rank %d\n", kind_name[q->kind], q->dst == URSA_RANK_ANY ? 0 : q->dst);
+    }
+  }
+  fail_stop(72);
+}
+
+struct loop_main { int (*fn)(void *); void *arg; struct dstate *st; int rc; };
+
+static void *loop_main(void *p) {
+  struct loop_main *m = p;
+  ursa_setspecific(loop_key, m->st);
+  m->rc = m->fn(m->arg);
+  return NULL;
+}
+
+int ursa_dist_loop_run(int nranks, uint64_t seed, int (*fn)(void *arg), void *arg) {
+  static int key_made;
+  int rc = 0;
+  if (nranks < 1 || nranks > URSA_DIST_LOOP_MAX || fn == NULL) return -EINVAL;
+  if (ursa__self_thread() == NULL) return -EPERM;
+  if (__atomic_load_n(&D_one.state, __ATOMIC_ACQUIRE) == 1 || L.active) return -EBUSY;
+  uint64_t stall;
+  if ((rc = env_us("URSA_DIST_TIMEOUT_MS", 5000, &stall)) != 0) return rc;
+  register_kind();
+  if (!key_made) {
+    if ((rc = ursa_key_create(&loop_key, NULL)) != 0) return rc;
+    key_made = 1;
+    __atomic_store_n(&loop_used, true, __ATOMIC_RELAXED);   /* before any thread of the run exists */
+  }
+  struct loop_main *mains = calloc((size_t)nranks, sizeof *mains);
+  ursa_thread_t *ts = calloc((size_t)nranks, sizeof *ts);
+  L.st = calloc((size_t)nranks, sizeof *L.st);
+  L.qh = calloc((size_t)nranks * (size_t)nranks, sizeof *L.qh);
+  L.qt = calloc((size_t)nranks * (size_t)nranks, sizeof *L.qt);
+  if (!mains || !ts || !L.st || !L.qh || !L.qt) {
+    free(mains); free(ts); free(L.st); free(L.qh); free(L.qt);
+    L.st = NULL; L.qh = L.qt = NULL;
+    return -ENOMEM;
+  }
+  L.n = nranks;
+  L.finished = 0;
+  L.queued = 0;
+  L.seed = seed;
+  L.rng = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+  if (L.rng == 0) L.rng = 1;
+  L.delivered = 0;
+  L.hash = 1469598103934665603ull;
+  L.last_event = 0;
+  L.stall_ns = stall * 1000000;
+  L.active = true;
+  int made = 0;
+  for (int r = 0; r < nranks; r++) {
+    L.st[r].rank = r;
+    L.st[r].size = nranks;
+    L.st[r].loop = true;
+    mains[r] = (struct loop_main){fn, arg, &L.st[r], 0};
+    if ((rc = ursa_create(&ts[r], NULL, loop_main, &mains[r])) != 0) break;
+    made++;
+  }
+  for (int r = 0; r < made; r++) ursa_join(ts[r], NULL);
+  for (int r = 0; rc == 0 && r < nranks; r++)
+    if (mains[r].rc) rc = mains[r].rc;
+  for (int q = 0; q < nranks * nranks; q++)
+    while (L.qh[q]) { struct dmsg *m = L.qh[q]; L.qh[q] = m->next; free(m); }
+  for (int r = 0; r < nranks; r++)
+    while (L.st[r].in_head) { struct dmsg *m = L.st[r].in_head; L.st[r].in_head = m->next; free(m); }
+  free(mains); free(ts); free(L.st); free(L.qh); free(L.qt);
+  L.st = NULL; L.qh = L.qt = NULL;
+  L.active = false;
+  return rc;
+}
+
+int ursa_dist_loop_stats(uint64_t *delivered, uint64_t *order_hash) {
+  if (delivered) *delivered = L.delivered;
+  if (order_hash) *order_hash = L.hash;
+  return 0;
+}
+
+int ursa_dist_attach(int rank) {
+  if (ursa__self_thread() == NULL) return -EPERM;
+  if (L.active) {
+    if (rank < 0 || rank >= L.n) return -EINVAL;
+    return ursa_setspecific(loop_key, &L.st[rank]);
+  }
+  if (!running()) return -ENOTCONN;
+  return rank == D.rank ? 0 : -EINVAL;
 }

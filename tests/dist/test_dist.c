@@ -12,19 +12,31 @@
 #include <errno.h>
 #include <mpi.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int rank = -1, size = -1;
+/* The rank and size of the calling thread's rank: under MPI the process's; over the loop transport
+ * (--loop) the simulated rank's, so the tests' code is the same for both. */
+#define rank (ursa_dist_rank())
+#define size (ursa_dist_size())
+static uint64_t loop_seed;                 /* the loop run's seed, in failure messages */
+static int loop_n;                         /* 0 under MPI */
+static const char *loop_name = "";
 
+static void fail_note(void) {
+  if (loop_n) fprintf(stderr, "  (loop transport, %d ranks, seed %llu: rerun with ursa_dist_tests --loop %d %s %llu 1)\n",
+                      loop_n, (unsigned long long)loop_seed, loop_n, loop_name, (unsigned long long)loop_seed);
+  fflush(stderr);
+}
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "FAIL rank %d: %s:%d: `%s`\n", rank, __FILE__, __LINE__, #c); \
-                                  fflush(stderr); _exit(1); } } while (0)
+                                  fail_note(); _exit(1); } } while (0)
 #define CHECK_EQ(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); if (a_ != b_) { \
     fprintf(stderr, "FAIL rank %d: %s:%d: %s == %lld, expected %s == %lld\n", rank, __FILE__, __LINE__, #a, a_, #b, b_); \
-    fflush(stderr); _exit(1); } } while (0)
+    fail_note(); _exit(1); } } while (0)
 #define OK(call) CHECK_EQ((call), 0)
 
 /* ---- registered functions ------------------------------------------------------------------------ */
@@ -182,6 +194,37 @@ static ssize_t fn_hop(const void *arg, size_t len, void *res, size_t cap) {
   return 0;
 }
 
+/* "arr_bump": {M-array}: takes every cell, adds 1, puts it back (each cell is its own lock) */
+static ssize_t fn_arr_bump(const void *arg, size_t len, void *res, size_t cap) {
+  ursa_dist_marray_t a;
+  (void)res; (void)cap;
+  if (len != sizeof a) return -EINVAL;
+  memcpy(&a, arg, sizeof a);
+  for (uint64_t i = 0; i < a.n; i++) {
+    int64_t v;
+    size_t n = 0;
+    int rc = ursa_dist_marray_take(a, i, &v, sizeof v, &n);
+    if (rc || n != sizeof v) return rc ? rc : -EPROTO;
+    v++;
+    if ((rc = ursa_dist_marray_put(a, i, &v, sizeof v))) return rc;
+  }
+  return 0;
+}
+
+/* "arr_read": {I-array, index}: waits for the cell, returns its value */
+struct aread { ursa_dist_iarray_t a; uint64_t i; };
+static ssize_t fn_arr_read(const void *arg, size_t len, void *res, size_t cap) {
+  struct aread r;
+  int64_t v = -1;
+  (void)cap;
+  if (len != sizeof r) return -EINVAL;
+  memcpy(&r, arg, sizeof r);
+  int rc = ursa_dist_iarray_read(r.a, r.i, &v, sizeof v, NULL);
+  if (rc) return rc;
+  memcpy(res, &v, sizeof v);
+  return sizeof v;
+}
+
 static void register_all(void) {
   OK(ursa_dist_register("whoami", fn_whoami));
   OK(ursa_dist_register("wait_ivar", fn_wait_ivar));
@@ -195,6 +238,8 @@ static void register_all(void) {
   OK(ursa_dist_register("spin_forever", fn_spin));
   OK(ursa_dist_register("hop", fn_hop));
   OK(ursa_dist_register("fifo", fn_fifo));
+  OK(ursa_dist_register("arr_bump", fn_arr_bump));
+  OK(ursa_dist_register("arr_read", fn_arr_read));
   OK(ursa_dist_register("whoami", fn_whoami));                  /* again, same: fine */
   CHECK_EQ(ursa_dist_register("whoami", fn_fails), -EEXIST);    /* taken */
   CHECK_EQ(ursa_dist_register("", fn_fails), -EINVAL);
@@ -415,9 +460,116 @@ static void t_barrier(void) {
   }
 }
 
-static void *join_helper(void *p) {
-  return (void *)(intptr_t)ursa_dist_join(*(ursa_dist_thread_t *)p, NULL, 0, NULL);
+static ursa_dist_thread_t join_target;
+static int join_rank;
+/* I- and M-structure arrays distributed by block: the cells' homes; threads on every rank bump
+ * every cell of an M-array (take, +1, put); readers on every rank wait on I-array cells before
+ * their writes; every bad input */
+static void t_arrays(void) {
+  OK(ursa_dist_barrier_all());
+  if (rank != 0) return;
+  uint64_t n = 5u * (uint64_t)size + 3, bs = (n + (uint64_t)size - 1) / (uint64_t)size;
+  ursa_dist_marray_t m;
+  OK(ursa_dist_marray_create(n, &m));
+  for (uint64_t i = 0; i < n; i++) CHECK_EQ(ursa_dist_marray_home(m, i), (int)(i / bs));
+  CHECK_EQ(ursa_dist_marray_home(m, n - 1), size - 1);
+  for (uint64_t i = 0; i < n; i++) {
+    int64_t v = 10 * (int64_t)i;
+    OK(ursa_dist_marray_put(m, i, &v, sizeof v));
+  }
+  int nt = 2 * size;
+  ursa_dist_thread_t ts[8];
+  for (int k = 0; k < nt; k++) OK(ursa_dist_create(&ts[k], k % size, "arr_bump", &m, sizeof m, 0));
+  for (int k = 0; k < nt; k++) OK(ursa_dist_join(ts[k], NULL, 0, NULL));
+  for (uint64_t i = 0; i < n; i++) {
+    int64_t v = -1;
+    size_t len = 0;
+    OK(ursa_dist_marray_take(m, i, &v, sizeof v, &len));
+    CHECK_EQ(len, sizeof v);
+    CHECK_EQ(v, 10 * (int64_t)i + nt);
+  }
+  /* a take that waits (the cell is empty now) on the last rank's block; destroy is refused meanwhile */
+  ursa_dist_marray_t one = {m.id, m.n};
+  ursa_dist_marray_t sub;
+  OK(ursa_dist_marray_create(n, &sub));
+  int64_t zero = 0, v = -1;
+  ursa_dist_thread_t bump;
+  OK(ursa_dist_create(&bump, 0, "arr_bump", &sub, sizeof sub, 0));   /* waits on cell 0 */
+  for (int y = 0; y < 4; y++) ursa_yield();
+  for (uint64_t i = 0; i < n; i++) OK(ursa_dist_marray_put(sub, i, &zero, sizeof zero));
+  OK(ursa_dist_join(bump, NULL, 0, NULL));
+  OK(ursa_dist_marray_take(sub, n - 1, &v, sizeof v, NULL));
+  CHECK_EQ(v, 1);
+  /* bad input: index out of range, put to a full cell, a destroyed array, n 0 or too big */
+  CHECK_EQ(ursa_dist_marray_put(m, n, &zero, sizeof zero), -ERANGE);
+  CHECK_EQ(ursa_dist_marray_take(m, n + 100, &v, sizeof v, NULL), -ERANGE);
+  CHECK_EQ(ursa_dist_marray_home(m, n), -ERANGE);
+  OK(ursa_dist_marray_put(m, 0, &zero, sizeof zero));
+  CHECK_EQ(ursa_dist_marray_put(m, 0, &zero, sizeof zero), -EBUSY);
+  CHECK_EQ(ursa_dist_marray_put(m, n - 1, &zero, URSA_DIST_RES_MAX + 1), -EINVAL);
+  CHECK_EQ(ursa_dist_marray_create(0, &sub), -EINVAL);
+  CHECK_EQ(ursa_dist_marray_create(URSA_DIST_ARRAY_MAX + 1, &sub), -EINVAL);
+  CHECK_EQ(ursa_dist_marray_create(4, NULL), -EINVAL);
+  OK(ursa_dist_marray_destroy(m));
+  CHECK_EQ(ursa_dist_marray_put(one, 1, &zero, sizeof zero), -EINVAL);
+  CHECK_EQ(ursa_dist_marray_take(one, n - 1, &v, sizeof v, NULL), -EINVAL);
+  CHECK_EQ(ursa_dist_marray_destroy(one), -EINVAL);
+  /* I-array: readers wait on the last cells before the writes; a second write is an error */
+  ursa_dist_iarray_t ia;
+  OK(ursa_dist_iarray_create(n, &ia));
+  struct aread rd[8];
+  for (int k = 0; k < nt; k++) {
+    rd[k] = (struct aread){ia, n - 1 - (uint64_t)k};
+    OK(ursa_dist_create(&ts[k], (k + 1) % size, "arr_read", &rd[k], sizeof rd[k], 0));
+  }
+  /* destroy while a reader waits: refused, nothing destroyed.  The reader runs on this rank and,
+   * with one VP, sends its read before the destroy leaves (FIFO per pair of ranks: it arrives
+   * first) */
+  struct aread last = {ia, n - 1};
+  ursa_dist_thread_t lt;
+  int64_t lr = -1;
+  OK(ursa_dist_create(&lt, 0, "arr_read", &last, sizeof last, 0));
+  for (int y = 0; y < 4; y++) ursa_yield();
+  CHECK_EQ(ursa_dist_iarray_destroy(ia), -EBUSY);
+  for (uint64_t i = 0; i < n; i++) {
+    int64_t w = 7 * (int64_t)i;
+    OK(ursa_dist_iarray_write(ia, i, &w, sizeof w));
+  }
+  for (int k = 0; k < nt; k++) {
+    int64_t r = -1;
+    OK(ursa_dist_join(ts[k], &r, sizeof r, NULL));
+    CHECK_EQ(r, 7 * (int64_t)(n - 1 - (uint64_t)k));
+  }
+  OK(ursa_dist_join(lt, &lr, sizeof lr, NULL));
+  CHECK_EQ(lr, 7 * (int64_t)(n - 1));
+  int64_t w = 99, got = -1;
+  CHECK_EQ(ursa_dist_iarray_write(ia, 3, &w, sizeof w), -EBUSY);
+  OK(ursa_dist_iarray_read(ia, 3, &got, sizeof got, NULL));
+  CHECK_EQ(got, 21);
+  CHECK_EQ(ursa_dist_iarray_read(ia, n, &got, sizeof got, NULL), -ERANGE);
+  ursa_dist_marray_t wrong = {ia.id, ia.n};                /* an I-array's handle as an M-array */
+  CHECK_EQ(ursa_dist_marray_take(wrong, 0, &v, sizeof v, NULL), -EINVAL);
+  OK(ursa_dist_iarray_destroy(ia));
+  CHECK_EQ(ursa_dist_iarray_read(ia, 0, &got, sizeof got, NULL), -EINVAL);
+  OK(ursa_dist_marray_destroy(sub));
+  /* fewer cells than ranks: empty blocks on the last ranks */
+  ursa_dist_iarray_t small;
+  OK(ursa_dist_iarray_create(1, &small));
+  CHECK_EQ(ursa_dist_iarray_home(small, 0), 0);
+  OK(ursa_dist_iarray_write(small, 0, &w, sizeof w));
+  OK(ursa_dist_iarray_read(small, 0, &got, sizeof got, NULL));
+  CHECK_EQ(got, 99);
+  OK(ursa_dist_iarray_destroy(small));
 }
+
+static void *join_helper(void *p) {
+  (void)p;
+  int rc = ursa_dist_attach(join_rank);        /* a thread of ursa_create: of no rank in a loop run */
+  if (rc) return (void *)(intptr_t)rc;
+  return (void *)(intptr_t)ursa_dist_join(join_target, NULL, 0, NULL);
+}
+
+static int loop_rank_main(void *arg);
 
 /* every bad input gets its error on the caller */
 static void t_bad_input(void) {
@@ -454,8 +606,10 @@ static void t_bad_input(void) {
   OK(ursa_dist_create(&a, r, "wait_ivar", &v, sizeof v, 0));
   ursa_thread_t h1, h2;
   void *r1, *r2;
-  OK(ursa_create(&h1, NULL, join_helper, &a));
-  OK(ursa_create(&h2, NULL, join_helper, &a));
+  join_target = a;
+  join_rank = rank;
+  OK(ursa_create(&h1, NULL, join_helper, NULL));
+  OK(ursa_create(&h2, NULL, join_helper, NULL));
   for (int k = 0; k < 3; k++) ursa_yield();
   OK(ursa_dist_ivar_write(v, &x, sizeof x));
   OK(ursa_join(h1, &r1));
@@ -514,6 +668,13 @@ static void t_bad_input(void) {
   ursa_dist_barrier_t b;
   CHECK_EQ(ursa_dist_barrier_create(r, 0, &b), -EINVAL);
   CHECK_EQ(ursa_dist_stats(NULL), -EINVAL);
+  CHECK_EQ(ursa_dist_attach(size), -EINVAL);
+  CHECK_EQ(ursa_dist_attach(-1), -EINVAL);
+  OK(ursa_dist_attach(rank));
+  CHECK_EQ(ursa_dist_loop_run(2, 1, NULL, NULL), -EINVAL);
+  CHECK_EQ(ursa_dist_loop_run(0, 1, loop_rank_main, NULL), -EINVAL);
+  CHECK_EQ(ursa_dist_loop_run(URSA_DIST_LOOP_MAX + 1, 1, loop_rank_main, NULL), -EINVAL);
+  CHECK_EQ(ursa_dist_loop_run(2, 1, loop_rank_main, NULL), -EBUSY);      /* the layer runs here */
 }
 
 /* rank size-1 dies (SIGKILL) while rank 0 waits on it: the job must end non-zero (the CTest
@@ -560,13 +721,75 @@ static void t_termination(void) {
 struct test { const char *name; void (*fn)(void); };
 static const struct test tests[] = {
   {"create_join", t_create_join}, {"wildcard", t_wildcard}, {"detached", t_detached},
-  {"mutex", t_mutex}, {"mutex_fifo", t_mutex_fifo}, {"structures", t_structures}, {"barrier", t_barrier},
+  {"mutex", t_mutex}, {"mutex_fifo", t_mutex_fifo}, {"structures", t_structures}, {"barrier", t_barrier}, {"arrays", t_arrays},
   {"bad_input", t_bad_input}, {"rank_death", t_rank_death}, {"stuck_rank", t_stuck_rank},
   {"termination", t_termination},
 };
 
+/* --loop: the main of each simulated rank */
+static int loop_rank_main(void *arg) {
+  const struct test *t = arg;
+  OK(ursa_dist_init(NULL, NULL));
+  CHECK(rank >= 0 && rank < size);
+  CHECK_EQ(size, loop_n);
+  register_all();
+  OK(ursa_dist_barrier_all());
+  t->fn();
+  OK(ursa_dist_finalize());
+  return 0;
+}
+
+/* ursa_dist_tests --loop N NAME FIRST COUNT: test NAME over the loop transport with N simulated
+ * ranks, once per seed FIRST .. FIRST+COUNT-1 (a failure prints its seed; COUNT 1 replays it).
+ * --replay N NAME SEED: runs the seed twice and checks that the network delivered the same
+ * messages in the same order (with URSA_VPS=1 a seed names one run). */
+static int loop_cli(int argc, char **argv, const struct test *tests_, size_t ntests) {
+  bool replay = strcmp(argv[1], "--replay") == 0;
+  if (argc < (replay ? 5 : 6)) { fprintf(stderr, "usage: ursa_dist_tests --loop N NAME FIRST COUNT | --replay N NAME SEED\n"); return 2; }
+  const struct test *t = NULL;
+  for (size_t i = 0; i < ntests; i++)
+    if (strcmp(argv[3], tests_[i].name) == 0) t = &tests_[i];
+  if (t == NULL || t->fn == t_rank_death || t->fn == t_stuck_rank) {
+    fprintf(stderr, "ursa_dist_tests: %s: no such test over the loop transport\n", argv[3]);
+    return 2;
+  }
+  loop_n = atoi(argv[2]);
+  loop_name = t->name;
+  uint64_t first = strtoull(argv[4], NULL, 10), count = replay ? 2 : strtoull(argv[5], NULL, 10);
+  OK(ursa_init(NULL));
+  uint64_t d0 = 0, h0 = 0;
+  for (uint64_t i = 0; i < count; i++) {
+    loop_seed = replay ? first : first + i;
+    hops_here = 0;
+    int rc = ursa_dist_loop_run(loop_n, loop_seed, loop_rank_main, (void *)t);
+    if (rc) { fprintf(stderr, "FAIL: ursa_dist_loop_run: %d\n", rc); fail_note(); return 1; }
+    if (t->fn == t_termination && hops_here != 60) {
+      fprintf(stderr, "FAIL: %d hops ran before finalize returned, expected 60\n", hops_here);
+      fail_note();
+      return 1;
+    }
+    uint64_t d, h;
+    ursa_dist_loop_stats(&d, &h);
+    if (replay && i == 0) { d0 = d; h0 = h; }
+    if (replay && i == 1 && (d != d0 || h != h0)) {
+      fprintf(stderr, "FAIL: seed %llu delivered %llu messages (order %016llx), then %llu (order %016llx)\n",
+              (unsigned long long)loop_seed, (unsigned long long)d0, (unsigned long long)h0,
+              (unsigned long long)d, (unsigned long long)h);
+      return 1;
+    }
+  }
+  OK(ursa_fini());
+  if (replay) printf("dist %s: seed %llu replayed (%llu messages in the same order) on %d loop ranks\n", t->name,
+                     (unsigned long long)first, (unsigned long long)d0, loop_n);
+  else printf("dist %s: ok on %d loop ranks, seeds %llu..%llu\n", t->name, loop_n, (unsigned long long)first,
+              (unsigned long long)(first + count - 1));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const struct test *t = NULL;
+  if (argc >= 2 && (strcmp(argv[1], "--loop") == 0 || strcmp(argv[1], "--replay") == 0))
+    return loop_cli(argc, argv, tests, sizeof tests / sizeof tests[0]);
   if (argc == 2 && strcmp(argv[1], "--list") == 0) {
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) printf("%s\n", tests[i].name);
     return 0;
@@ -589,21 +812,20 @@ int main(int argc, char **argv) {
   CHECK_EQ(ursa_dist_mutex_lock(mx), -ENOTCONN);
   OK(ursa_dist_init(&argc, &argv));
   CHECK_EQ(ursa_dist_init(&argc, &argv), -EALREADY);
-  rank = ursa_dist_rank();
-  size = ursa_dist_size();
   CHECK(rank >= 0 && rank < size);
   register_all();
   OK(ursa_dist_barrier_all());                           /* every rank has registered */
   t->fn();
+  int my_rank = rank, my_size = size;
   OK(ursa_dist_finalize());
   CHECK_EQ(ursa_dist_rank(), -ENOTCONN);
   OK(ursa_fini());
   if (own_mpi) {                                         /* MPI outlives the layer: count the hops */
     int total = 0;
     MPI_Reduce(&hops_here, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) CHECK_EQ(total, 60);
+    if (my_rank == 0) CHECK_EQ(total, 60);
     MPI_Finalize();
   }
-  if (rank == 0) printf("dist %s: ok on %d ranks\n", t->name, size);
+  if (my_rank == 0) printf("dist %s: ok on %d ranks\n", t->name, my_size);
   return 0;
 }
