@@ -910,9 +910,6 @@ def make_plots(micro, apps, plots_dir, dist=None):
             why += "; scripts/setup.sh bench installs it into .venv/ (make bench runs the report with .venv/bin/python)"
         return [], why
     os.makedirs(plots_dir, exist_ok=True)
-    for old in os.listdir(plots_dir):       # only this run's plots stay
-        if old.endswith(".png"):
-            os.remove(os.path.join(plots_dir, old))
     jobs = [("ratio_vs_work.png", "Ratio against work per application (Keen et al. Tables VI-XIII, Ishihara et al. Table 1)",
              "CM/CP on one VP and PCM/CP on N VPs: T_model / min(T_cp-ts, T_cp-ic); below 100% the cooperative "
              "program is faster.  Markers: ursa, the ratio of the medians; bars: the extreme ratios of the runs' "
@@ -938,6 +935,11 @@ def make_plots(micro, apps, plots_dir, dist=None):
                      "runs; hollow squares: the paper's CM-5 figures for the operations it timed (create alone "
                      "local/remote/wildcard 31/58/76 us, remote lock 40 us, release 31 us, context switch 35 us).  Log scale.",
                      bool(dist.get("latency_runs")), plot_dist, dist))
+    for fname, *_ in jobs + [("dist.png",)]:   # none of an earlier run stays; other suites' plots
+        try:                                    # (the load phase's http-load.png) are theirs
+            os.remove(os.path.join(plots_dir, fname))
+        except FileNotFoundError:
+            pass
     out = []
     for fname, title, caption, have, fn, data in jobs:
         if not have:
