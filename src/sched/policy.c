@@ -129,7 +129,7 @@ bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen
 /* Takes an unpinned thread to give away from vp's Protect Queue (owner only): the oldest of the
  * overflow list when it is in use (it holds the surplus), else the newest of the ring; NULL when
  * that one is pinned or nothing is queued. */
-static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
+static struct ursa__thread *pq_take_surplus_in(struct ursa__vp *vp) {
   struct ursa__runq *q = &vp->runq;
   struct ursa__thread *t = q->xhead;
   if (t != NULL) {
@@ -151,6 +151,13 @@ static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
   q->tail--;
   return t;
 }
+static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
+  struct ursa__thread *t;
+  ursa__pq_enter(vp);                                  /* (vp.c, "Stealing") */
+  t = pq_take_surplus_in(vp);
+  ursa__pq_exit(vp);
+  return t;
+}
 
 /* Gives vp's ready threads beyond keep() to its own shared structure, at most `most` of them;
  * true if any moved. */
@@ -165,6 +172,7 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
     if (t == NULL) break;
     ok = ursa__g.policy == URSA__POL_STEAL ? ursa__deque_push(&x->dq, t) : ursa__wq_push(&x->wq, t);
     if (!ok) {                                         /* full: put it back where it was */
+      ursa__pq_enter(vp);
       if (from_list) {
         t->in_extra = 1;
         t->w.next = vp->runq.xhead;
@@ -174,6 +182,7 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
       } else {
         vp->runq.tail++;
       }
+      ursa__pq_exit(vp);
       break;
     }
     len--;
