@@ -49,6 +49,29 @@
  *   they use ursa__spin_lock.  The 2-VP thread-ring made 2 read-modify-writes per pass (the
  *   semaphore's lock twice) and makes none now (bench/count_shared_writes.py).
  *
+ * Stealing (issues #20, #18).  A VP's Protect Queue is its own, so while its kernel thread does
+ *   not run -- descheduled by the kernel on a shared machine, blocked in a system call ursa does
+ *   not see, or running one thread that never calls ursa -- the threads ready there wait, though
+ *   another VP may be idle (a 2-VP HTTP server's p99 latency was this).  So an idle VP, before it
+ *   sleeps, looks at the others: one that runs a thread (busy) and has not entered any code that
+ *   touches its queue for URSA__STALL_NS (its heartbeat, the high half of vp->pq_word, unchanged)
+ *   is stalled, and the idle VP takes a turn on its queue: up to half its ready threads
+ *   (runq.next, then the ring's oldest; at most URSA__STEAL_MAX; not the overflow list, and never
+ *   a pinned thread or a region's member) move to the thief's own queue (stats.steals).  An idle
+ *   VP that sleeps while another VP runs a thread with threads ready at its last switch (x->load)
+ *   sleeps at most URSA__STALL_NS, to look again.
+ *   The turn is an asymmetric Dekker handshake, so that the owner pays no atomic read-modify-write
+ *   and no fence: every owner access to its runq lies between ursa__pq_enter and ursa__pq_exit
+ *   (sched.h), which store pq_word (depth + 1, then depth - 1) and read pq_steal; the thief CASes
+ *   pq_steal 0 -> 1, runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) -- a full barrier on every
+ *   CPU that runs a thread of the process, which makes the owner's compiler barrier a full one --
+ *   and reads pq_word: either it finds the owner inside (depth != 0: it gives up the turn) or the
+ *   owner's next entry finds pq_steal == 1 and waits outside until the turn ends (a release store
+ *   of 0, which its acquire load pairs with).  A descheduled owner is outside at once: the kernel's
+ *   switch is a full barrier.  Stealing is off where membarrier's expedited command cannot be
+ *   registered (Linux before 4.14).  Cost on the hand-off path: two brackets (the wake's hand-off
+ *   and the pick), 24 instructions per pass of the 2-VP thread-ring.
+ *
  * The on-CPU byte (arch/context.h): a thread can be made READY by another VP while its own VP is
  *   still switching away from it (it unlocked the object it waits on, then switches).  Every
  *   switch clears the byte of the thread it saved, as its last store to it and only once its
