@@ -770,7 +770,10 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
 void ursa__pq_enter_slow(struct ursa__vp *vp) {
   do {                                                 /* step out while the thief has its turn */
     __atomic_store_n(&vp->pq_word, __atomic_load_n(&vp->pq_word, __ATOMIC_RELAXED) - 1u, __ATOMIC_RELAXED);
-    while (__atomic_load_n(&vp->pq_steal, __ATOMIC_ACQUIRE) != 0) cpu_relax();
+    for (unsigned spins = 0; __atomic_load_n(&vp->pq_steal, __ATOMIC_ACQUIRE) != 0; spins++) {
+      if (spins < 4096) cpu_relax();
+      else syscall(SYS_sched_yield);                   /* the thief's kernel thread is descheduled */
+    }
     __atomic_store_n(&vp->pq_word, __atomic_load_n(&vp->pq_word, __ATOMIC_RELAXED) + 1u, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
   } while (__atomic_load_n(&vp->pq_steal, __ATOMIC_ACQUIRE) != 0);   /* acquire: as ursa__pq_enter */
