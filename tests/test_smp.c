@@ -758,6 +758,62 @@ TEST_IMPL(smp_stalled_vp_ready_threads_stolen) {
   return 0;
 }
 
+/* The rotator passes a VP's surplus to its Waiver Queue, which only the next VP drains: when that
+ * VP stalls, the threads passed to it are taken back by an idle VP (the turn makes it the queue's
+ * consumer).  VP 0 stalls (its thread blocks it in a raw system call); on VP 1, with a Protect
+ * Queue capacity of 1, a thread makes 6 workers: all but one go to VP 1's Waiver Queue for VP 0. */
+static atomic_int wb_count;
+static void *wb_worker(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&wb_count, 1);
+  return NULL;
+}
+static void *wb_maker(void *arg) {
+  ursa_thread_t *w = arg;
+  int i;
+  for (i = 0; i < 6; i++) ASSERT_OK(ursa_create(&w[i], NULL, wb_worker, NULL));   /* on VP 1 */
+  return NULL;
+}
+static void *wb_staller(void *arg) {
+  int i;
+  (void)arg;
+  for (i = 0; i < 10000 && atomic_load(&wb_count) < 6; i++) {
+    struct timespec ts = { 0, 1000000 };
+    syscall(SYS_nanosleep, &ts, NULL);               /* blocks VP 0's kernel thread */
+  }
+  return (void *)(intptr_t)atomic_load(&wb_count);
+}
+
+TEST_IMPL(smp_stalled_vp_waiver_queue_taken_back) {
+  ursa_config_t c;
+  ursa_attr_t a0, a1;
+  ursa_thread_t stall, maker, w[6];
+  void *seen;
+  int i;
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  c.sched = URSA_SCHED_ROTATOR;
+  c.pq_cap = 1;
+  c.model = URSA_MODEL_PCM;
+  c.rotate_us = URSA_ROTATE_OFF;
+  ASSERT_OK(ursa_init(&c));
+  ASSERT_OK(ursa_attr_init(&a0));
+  ASSERT_OK(ursa_attr_setvp(&a0, 0));
+  ASSERT_OK(ursa_attr_setbound(&a0, 1));
+  ASSERT_OK(ursa_attr_init(&a1));
+  ASSERT_OK(ursa_attr_setvp(&a1, 1));
+  ASSERT_OK(ursa_attr_setbound(&a1, 1));
+  ASSERT_OK(ursa_create(&stall, &a0, wb_staller, NULL));
+  ASSERT_OK(ursa_create(&maker, &a1, wb_maker, w));
+  ASSERT_OK(ursa_join(stall, &seen));                /* main blocks: the staller runs on VP 0 */
+  ASSERT_OK(ursa_join(maker, NULL));
+  for (i = 0; i < 6; i++) ASSERT_OK(ursa_join(w[i], NULL));
+  printf("the staller saw %d of 6 workers done\n", (int)(intptr_t)seen);
+  ASSERT_OK(ursa_fini());
+  ASSERT_EQ((intptr_t)seen, 6);                      /* they all ran while VP 0 was blocked */
+  return 0;
+}
+
 /* Stealing under traffic: rings of threads pass tokens through semaphores on 3 VPs while some
  * passes block their VP's kernel thread in a raw system call (a stall), so idle VPs take turns on
  * the stalled VPs' queues while those VPs' own threads wake and block: every pass arrives, every

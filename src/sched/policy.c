@@ -201,6 +201,7 @@ static void rotate(struct ursa__vp *vp) {
   uint32_t fwd = fwd_threads(x);
   if (!ursa__wq_empty(in)) {
     uint32_t n = ursa__wq_len(in);        /* a snapshot: two VPs passing threads round the ring */
+    ursa__pq_enter(vp);                   /* a thief's turn on vp may pop `in` too (vp.c, "Stealing") */
     while (n-- > 0 && (t = ursa__wq_pop(in)) != NULL) {   /* must not chase each other forever */
       vp->stats.migrations++;
       /* keep it below the capacity, or when forward(i) holds as much: passing threads on to a VP
@@ -208,6 +209,7 @@ static void rotate(struct ursa__vp *vp) {
       if (len < cap || fwd >= len || !ursa__wq_push(&x->wq, t)) { ursa__pq_push(vp, t); len++; }
       else { passed = true; fwd++; }
     }
+    ursa__pq_exit(vp);
   }
   /* Over capacity (threads created or woken here): pass on half the difference to forward(i). */
   if (len > ursa__pol_keep(vp) && fwd + 1 < len && pass_on(vp, len, (len - fwd) / 2)) passed = true;

@@ -795,12 +795,19 @@ static void membarrier_all(void) {
 #endif
 }
 
-/* Whether v looks stalled at `now`: it runs a thread (busy) and has entered no code that touches
- * its queue for URSA__STALL_NS.  A hint from relaxed loads: the turn decides. */
+/* The rotator's Waiver Queue that v drains (its backward VP's), or NULL for the other policies
+ * (lb2's and steal's idle VPs take from any queue already). */
+static struct ursa__wq *input_wq(const struct ursa__vp *v) { return v->x->bwd_wq; }
+
+/* Whether v looks stalled at `now`: it has threads to run -- it runs one (busy), or threads wait
+ * in its input Waiver Queue -- and has entered no code that touches its queues for
+ * URSA__STALL_NS (asleep and not yet woken by the kick that came with them, too).  A hint from
+ * relaxed loads: the turn decides. */
 static bool stalled(struct ursa__vp *v, uint64_t now) {
   struct ursa__smp *x = v->x;
   uint32_t beat = __atomic_load_n(&v->pq_word, __ATOMIC_RELAXED) >> 16;
-  if (!__atomic_load_n(&x->busy, __ATOMIC_RELAXED)) return false;
+  struct ursa__wq *in = input_wq(v);
+  if (!__atomic_load_n(&x->busy, __ATOMIC_RELAXED) && (in == NULL || ursa__wq_empty(in))) return false;
   if (beat != __atomic_load_n(&x->seen_beat, __ATOMIC_RELAXED) || __atomic_load_n(&x->seen_at, __ATOMIC_RELAXED) == 0) {
     __atomic_store_n(&x->seen_beat, beat, __ATOMIC_RELAXED);
     __atomic_store_n(&x->seen_at, now, __ATOMIC_RELAXED);
@@ -809,9 +816,11 @@ static bool stalled(struct ursa__vp *v, uint64_t now) {
   return now - __atomic_load_n(&x->seen_at, __ATOMIC_RELAXED) >= URSA__STALL_NS;
 }
 
-/* One turn on v's queue: up to half its ready threads (runq.next, then the ring from its oldest;
+/* One turn on v's queues: up to half its ready threads (runq.next, then the ring from its oldest;
  * the overflow list stays), at most URSA__STEAL_MAX, stopping at a pinned thread or a region's
- * member, which must stay.  They go to self's Protect Queue.  The number taken. */
+ * member, which must stay; then, with what is left of URSA__STEAL_MAX, the threads waiting in its
+ * input Waiver Queue (rotator: the turn makes the thief that queue's one consumer, as v is).
+ * They go to self's Protect Queue.  The number taken. */
 static unsigned steal_from(struct ursa__vp *self, struct ursa__vp *v) {
   struct ursa__thread *got[URSA__STEAL_MAX], *t;
   uint32_t zero = 0, n, take, k = 0, i;
@@ -834,6 +843,8 @@ static unsigned steal_from(struct ursa__vp *self, struct ursa__vp *v) {
       q->head++;
       got[k++] = t;
     }
+    if (input_wq(v) != NULL)                           /* (never holds a pinned thread) */
+      while (k < URSA__STEAL_MAX && (t = ursa__wq_pop(input_wq(v))) != NULL) got[k++] = t;
   }
   __atomic_store_n(&v->pq_steal, 0u, __ATOMIC_RELEASE);   /* release: pairs with ursa__pq_enter */
   for (i = 0; i < k; i++) {
@@ -861,10 +872,12 @@ static bool steal_some(struct ursa__vp *self) {
 }
 
 /* Whether an idle VP should sleep with a deadline to look again (URSA__STALL_NS): another VP runs
- * a thread and had ready threads waiting at its last switch. */
+ * a thread and had ready threads waiting at its last switch, or threads this VP passed on wait in
+ * its Waiver Queue for their consumer. */
 static bool others_loaded(const struct ursa__vp *self) {
   unsigned i;
   if (!ursa__g.steal_ok) return false;
+  if (input_wq(self->x->fwd) != NULL && !ursa__wq_empty(input_wq(self->x->fwd))) return true;
   for (i = 0; i < ursa__g.nvps; i++) {
     struct ursa__vp *v = ursa__g.vps[i];
     if (v != self && __atomic_load_n(&v->x->busy, __ATOMIC_RELAXED) &&
