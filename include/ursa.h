@@ -334,6 +334,9 @@ typedef struct ursa_stats {
   uint64_t ticks;        /* ursa_tick() calls (cp-ic; counted per completed round) */
   uint64_t stacks_mapped; /* stacks mapped (a create that neither the VP's pool of free stacks
                              nor the depot shared by all VPs could serve: see URSA_STACK_CACHE) */
+  uint64_t steals;       /* several VPs: ready threads this VP, idle, took from a VP that had
+                            stalled (its kernel thread descheduled or blocked, or one thread
+                            running long) with them waiting: docs/GUIDE.md                     */
 } ursa_stats_t;
 
 URSA_API unsigned ursa_vp_count(void);

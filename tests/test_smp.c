@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -690,6 +691,179 @@ TEST_IMPL(smp_long_runner_woken_on_its_idle_vp) {
   RETURN_SKIP("the hard build sends every woken thread to a VP chosen at random (URSA_SEED)");
 #endif
   ASSERT_EQ(r, 1);
+  return 0;
+}
+
+/* Stealing (src/sched/vp.c): a VP whose kernel thread stops entering the scheduler (here its
+ * running thread blocks it in a raw system call, as a VP descheduled by the kernel is) while
+ * ready threads wait in its queue does not keep them: the idle VP takes them.  VP 1 is kept busy
+ * while the workers are made on VP 0, so VP 0 keeps them all (no idle VP to pass them to); the
+ * balancing tick is off, so only stealing can move them.  The staller ends its blocking loop as
+ * soon as two others have run, or gives up after 10 s (the test then fails). */
+static atomic_int st_go, st_busy_running, st_count, st_on_vp1;
+static void *st_busy(void *arg) {
+  (void)arg;
+  atomic_store(&st_busy_running, 1);
+  while (!atomic_load(&st_go)) spin_work(100);        /* VP 1 has a thread: nobody is idle */
+  return NULL;
+}
+static void *st_worker(void *arg) {
+  (void)arg;
+  if (ursa_vp_self() == 1) atomic_fetch_add(&st_on_vp1, 1);
+  atomic_fetch_add(&st_count, 1);
+  return NULL;
+}
+static void *st_staller(void *arg) {
+  int i;
+  (void)arg;
+  atomic_store(&st_go, 1);                           /* VP 1 goes idle */
+  for (i = 0; i < 10000 && atomic_load(&st_count) < 2; i++) {
+    struct timespec ts = { 0, 1000000 };
+    syscall(SYS_nanosleep, &ts, NULL);               /* blocks VP 0's kernel thread, not a switch */
+  }
+  return (void *)(intptr_t)atomic_load(&st_count);
+}
+
+TEST_IMPL(smp_stalled_vp_ready_threads_stolen) {
+  ursa_config_t c;
+  ursa_attr_t a;
+  ursa_thread_t busy, stall, w[4];
+  ursa_stats_t s;
+  void *seen;
+  int i;
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  c.model = URSA_MODEL_PCM;                          /* no time slice: the staller keeps VP 0 */
+  c.rotate_us = URSA_ROTATE_OFF;                     /* no balancing tick: only stealing helps */
+  ASSERT_OK(ursa_init(&c));
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setvp(&a, 1));
+  ASSERT_OK(ursa_attr_setbound(&a, 1));
+  ASSERT_OK(ursa_create(&busy, &a, st_busy, NULL));
+  while (!atomic_load(&st_busy_running)) ASSERT_OK(ursa_sleep_ns(MS));
+  ASSERT_OK(ursa_create(&stall, NULL, st_staller, NULL));   /* on VP 0, first in its queue */
+  for (i = 0; i < 4; i++) ASSERT_OK(ursa_create(&w[i], NULL, st_worker, NULL));
+  ASSERT_OK(ursa_join(stall, &seen));                /* main blocks: the staller runs */
+  for (i = 0; i < 4; i++) ASSERT_OK(ursa_join(w[i], NULL));
+  ASSERT_OK(ursa_join(busy, NULL));
+  ASSERT_OK(ursa_stats(&s));
+  printf("the staller saw %d workers done; %d ran on VP 1; %llu threads stolen\n", (int)(intptr_t)seen,
+         atomic_load(&st_on_vp1), (unsigned long long)s.steals);
+  ASSERT_OK(ursa_fini());
+  ASSERT((intptr_t)seen >= 2);                       /* they ran while VP 0 was blocked */
+  ASSERT(atomic_load(&st_on_vp1) >= 2);
+#if !defined(URSA_TEST_HARD)
+  ASSERT(s.steals >= 2);
+#endif
+  return 0;
+}
+
+/* The rotator passes a VP's surplus to its Waiver Queue, which only the next VP drains: when that
+ * VP stalls, the threads passed to it are taken back by an idle VP (the turn makes it the queue's
+ * consumer).  VP 0 stalls (its thread blocks it in a raw system call); on VP 1, with a Protect
+ * Queue capacity of 1, a thread makes 6 workers: all but one go to VP 1's Waiver Queue for VP 0. */
+static atomic_int wb_count;
+static void *wb_worker(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&wb_count, 1);
+  return NULL;
+}
+static void *wb_maker(void *arg) {
+  ursa_thread_t *w = arg;
+  int i;
+  for (i = 0; i < 6; i++) ASSERT_OK(ursa_create(&w[i], NULL, wb_worker, NULL));   /* on VP 1 */
+  return NULL;
+}
+static void *wb_staller(void *arg) {
+  int i;
+  (void)arg;
+  for (i = 0; i < 10000 && atomic_load(&wb_count) < 6; i++) {
+    struct timespec ts = { 0, 1000000 };
+    syscall(SYS_nanosleep, &ts, NULL);               /* blocks VP 0's kernel thread */
+  }
+  return (void *)(intptr_t)atomic_load(&wb_count);
+}
+
+TEST_IMPL(smp_stalled_vp_waiver_queue_taken_back) {
+  ursa_config_t c;
+  ursa_attr_t a0, a1;
+  ursa_thread_t stall, maker, w[6];
+  void *seen;
+  int i;
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  c.sched = URSA_SCHED_ROTATOR;
+  c.pq_cap = 1;
+  c.model = URSA_MODEL_PCM;
+  c.rotate_us = URSA_ROTATE_OFF;
+  ASSERT_OK(ursa_init(&c));
+  ASSERT_OK(ursa_attr_init(&a0));
+  ASSERT_OK(ursa_attr_setvp(&a0, 0));
+  ASSERT_OK(ursa_attr_setbound(&a0, 1));
+  ASSERT_OK(ursa_attr_init(&a1));
+  ASSERT_OK(ursa_attr_setvp(&a1, 1));
+  ASSERT_OK(ursa_attr_setbound(&a1, 1));
+  ASSERT_OK(ursa_create(&stall, &a0, wb_staller, NULL));
+  ASSERT_OK(ursa_create(&maker, &a1, wb_maker, w));
+  ASSERT_OK(ursa_join(stall, &seen));                /* main blocks: the staller runs on VP 0 */
+  ASSERT_OK(ursa_join(maker, NULL));
+  for (i = 0; i < 6; i++) ASSERT_OK(ursa_join(w[i], NULL));
+  printf("the staller saw %d of 6 workers done\n", (int)(intptr_t)seen);
+  ASSERT_OK(ursa_fini());
+  ASSERT_EQ((intptr_t)seen, 6);                      /* they all ran while VP 0 was blocked */
+  return 0;
+}
+
+/* Stealing under traffic: rings of threads pass tokens through semaphores on 3 VPs while some
+ * passes block their VP's kernel thread in a raw system call (a stall), so idle VPs take turns on
+ * the stalled VPs' queues while those VPs' own threads wake and block: every pass arrives, every
+ * thread ends, under every policy (the sanitizer builds check the turns' ordering). */
+enum { SS_THREADS = 24, SS_TOKENS = 8, SS_PASSES = 6000 };
+static ursa_sem_t ss_sem[SS_THREADS];
+static atomic_int ss_passes;
+static void *ss_member(void *arg) {
+  int me = (int)(intptr_t)arg;
+  for (;;) {
+    int n;
+    ASSERT_OK(ursa_sem_wait(&ss_sem[me]));
+    n = atomic_fetch_add(&ss_passes, 1);
+    if (n >= SS_PASSES) {                            /* done: wake the next so it ends too */
+      ASSERT_OK(ursa_sem_post(&ss_sem[(me + 1) % SS_THREADS]));
+      return NULL;
+    }
+    if (n % 199 == 0) {
+      struct timespec ts = { 0, 2000000 };
+      syscall(SYS_nanosleep, &ts, NULL);             /* a stall of this VP (no switch) */
+    }
+    ASSERT_OK(ursa_sem_post(&ss_sem[(me + 1) % SS_THREADS]));
+  }
+}
+
+TEST_IMPL(smp_steal_stress) {
+  int p, i;
+  uint64_t steals = 0;
+  for (p = 0; p < 4; p++) {
+    ursa_config_t c;
+    ursa_thread_t t[SS_THREADS];
+    ursa_stats_t s;
+    memset(&c, 0, sizeof c);
+    c.vps = 3;
+    c.sched = policies[p];
+    c.model = URSA_MODEL_PCM;
+    c.rotate_us = URSA_ROTATE_OFF;
+    ASSERT_OK(ursa_init(&c));
+    atomic_store(&ss_passes, 0);
+    for (i = 0; i < SS_THREADS; i++) ASSERT_OK(ursa_sem_init(&ss_sem[i], 0));
+    for (i = 0; i < SS_THREADS; i++) ASSERT_OK(ursa_create(&t[i], NULL, ss_member, (void *)(intptr_t)i));
+    for (i = 0; i < SS_TOKENS; i++) ASSERT_OK(ursa_sem_post(&ss_sem[i * SS_THREADS / SS_TOKENS]));
+    for (i = 0; i < SS_THREADS; i++) ASSERT_OK(ursa_join(t[i], NULL));
+    ASSERT(atomic_load(&ss_passes) >= SS_PASSES);
+    ASSERT_OK(ursa_stats(&s));
+    steals += s.steals;
+    for (i = 0; i < SS_THREADS; i++) (void)ursa_sem_destroy(&ss_sem[i]);
+    ASSERT_OK(ursa_fini());
+  }
+  printf("%llu threads stolen over the four policies\n", (unsigned long long)steals);
   return 0;
 }
 

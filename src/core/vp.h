@@ -36,7 +36,14 @@ struct ursa__runq {
 };
 struct ursa__vp {
   struct ursa__thread *cur;          /* the running thread                                      */
-  struct ursa__runq    runq;         /* READY threads, FIFO: the Protect Queue (owner only)     */
+  struct ursa__runq    runq;         /* READY threads, FIFO: the Protect Queue (owner only, but
+                                        for a thief's turn: src/sched/vp.c, "Stealing")        */
+  /* Several VPs, stealing (src/sched/vp.c, "Stealing").  pq_word: stored by the owner only; bits
+   * 0..15 count the owner's nested entries into code that touches runq (0: outside), bits 16..31
+   * count every entry (its heartbeat, read by thieves).  pq_steal: 1 while a thief has the turn
+   * (thieves CAS it 0 -> 1, store 0 with release; the owner reads it with acquire). */
+  uint32_t             pq_word;      /* atomic */
+  uint32_t             pq_steal;     /* atomic */
   uint8_t              mode;         /* URSA__FAST, URSA__CHECKED or URSA__SMPMODE (below); set
                                         by ursa__vp_mode_set only, fixed while the VP runs      */
   int                 *errno_p;      /* &errno of this VP's kernel thread                       */
@@ -138,6 +145,8 @@ struct ursa__global {
   int      sleepers;                 /* atomic: VPs asleep with no timer (vp.c)               */
   int      solo_sleepers;            /* nvps - 1: sleepers when one VP is solo (ursa__solo)    */
   int      idle_vps;                 /* atomic: VPs in their idle context (policy.c balances)  */
+  int      steal_ok;                 /* an idle VP may take a stalled VP's ready threads (vp.c,
+                                        "Stealing"): membarrier's expedited command registered */
   uint32_t timers_cap_all;           /* every VP's heap holds at least this many (SMP)        */
   /* execution model (src/model/) */
   int      model;                    /* URSA_MODEL_*                                          */

@@ -129,7 +129,7 @@ bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen
 /* Takes an unpinned thread to give away from vp's Protect Queue (owner only): the oldest of the
  * overflow list when it is in use (it holds the surplus), else the newest of the ring; NULL when
  * that one is pinned or nothing is queued. */
-static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
+static struct ursa__thread *pq_take_surplus_in(struct ursa__vp *vp) {
   struct ursa__runq *q = &vp->runq;
   struct ursa__thread *t = q->xhead;
   if (t != NULL) {
@@ -151,6 +151,13 @@ static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
   q->tail--;
   return t;
 }
+static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
+  struct ursa__thread *t;
+  ursa__pq_enter(vp);                                  /* (vp.c, "Stealing") */
+  t = pq_take_surplus_in(vp);
+  ursa__pq_exit(vp);
+  return t;
+}
 
 /* Gives vp's ready threads beyond keep() to its own shared structure, at most `most` of them;
  * true if any moved. */
@@ -165,6 +172,7 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
     if (t == NULL) break;
     ok = ursa__g.policy == URSA__POL_STEAL ? ursa__deque_push(&x->dq, t) : ursa__wq_push(&x->wq, t);
     if (!ok) {                                         /* full: put it back where it was */
+      ursa__pq_enter(vp);
       if (from_list) {
         t->in_extra = 1;
         t->w.next = vp->runq.xhead;
@@ -174,6 +182,7 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
       } else {
         vp->runq.tail++;
       }
+      ursa__pq_exit(vp);
       break;
     }
     len--;
@@ -192,6 +201,7 @@ static void rotate(struct ursa__vp *vp) {
   uint32_t fwd = fwd_threads(x);
   if (!ursa__wq_empty(in)) {
     uint32_t n = ursa__wq_len(in);        /* a snapshot: two VPs passing threads round the ring */
+    ursa__pq_enter(vp);                   /* a thief's turn on vp may pop `in` too (vp.c, "Stealing") */
     while (n-- > 0 && (t = ursa__wq_pop(in)) != NULL) {   /* must not chase each other forever */
       vp->stats.migrations++;
       /* keep it below the capacity, or when forward(i) holds as much: passing threads on to a VP
@@ -199,6 +209,7 @@ static void rotate(struct ursa__vp *vp) {
       if (len < cap || fwd >= len || !ursa__wq_push(&x->wq, t)) { ursa__pq_push(vp, t); len++; }
       else { passed = true; fwd++; }
     }
+    ursa__pq_exit(vp);
   }
   /* Over capacity (threads created or woken here): pass on half the difference to forward(i). */
   if (len > ursa__pol_keep(vp) && fwd + 1 < len && pass_on(vp, len, (len - fwd) / 2)) passed = true;

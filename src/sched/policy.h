@@ -44,6 +44,6 @@ static inline bool ursa__pol_switch_needed(const struct ursa__vp *vp, uint32_t l
 
 /* The Protect Queue (vp.c) */
 URSA_HIDDEN void ursa__pq_push(struct ursa__vp *vp, struct ursa__thread *t);
-URSA_HIDDEN uint32_t ursa__pq_len(const struct ursa__vp *vp);
+URSA_HIDDEN uint32_t ursa__pq_len(struct ursa__vp *vp);
 
 #endif

@@ -283,28 +283,53 @@ static inline void ursa__wake_ready(struct ursa__thread *t, int res) {
  * records the wake-up.  One out-of-line call for all keeps callers frameless (with two, GCC gave
  * sem_post a frame). */
 URSA_HIDDEN void ursa__wake_slow(struct ursa__waiter *w, int res);
+/* Several VPs: the owner's side of stealing (src/sched/vp.c, "Stealing").  Every access of a VP
+ * to its own runq lies between ursa__pq_enter and ursa__pq_exit (they nest, also in a signal
+ * handler).  The enter publishes the entry with a plain store and then reads pq_steal: no fence,
+ * since a thief runs membarrier between its CAS of pq_steal and its read of pq_word, which turns
+ * the compiler barrier here into a full one.  A thief's turn in progress makes the owner wait
+ * outside (ursa__pq_enter_slow).  Executed only by vp's kernel thread. */
+URSA_HIDDEN void ursa__pq_enter_slow(struct ursa__vp *vp);
+static inline void ursa__pq_enter(struct ursa__vp *vp) {
+  __atomic_store_n(&vp->pq_word, __atomic_load_n(&vp->pq_word, __ATOMIC_RELAXED) + 0x10001u, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);            /* the store above, then the load below */
+  /* acquire: pairs with the release that ends a thief's turn, so its changes to runq are seen */
+  if (ursa_unlikely(__atomic_load_n(&vp->pq_steal, __ATOMIC_ACQUIRE) != 0)) ursa__pq_enter_slow(vp);
+}
+static inline void ursa__pq_exit(struct ursa__vp *vp) {
+  /* release: pairs with a thief's acquire load of pq_word, so what this VP wrote to runq inside
+   * is seen by a thief that finds it outside */
+  __atomic_store_n(&vp->pq_word, __atomic_load_n(&vp->pq_word, __ATOMIC_RELAXED) - 1u, __ATOMIC_RELEASE);
+}
+
 /* Several VPs: whether t, made READY by a thread of self, takes the common hand-off: t is unpinned
  * and goes to the front of self's Protect Queue, which is empty (ring, next and overflow list), so
  * it is below what any policy keeps (ursa__pol_keep >= 1) and no shared structure is involved.
  * t is not marked hog (a long runner whose idle VP may take it back: vp.c, spread).  The policy is not global and the hard build's chaos is off (ursa__g.smp_handoff).  Otherwise
  * src/sched/vp.c's ready_slow decides.  Executed only by self's running thread or idle context. */
+/* The hand-off is the one owner access to runq outside ursa__pq_enter/exit (it is on the path of
+ * every wake-up): a thief's turn only ever removes threads (it clears next and advances head), so
+ * a queue found empty here stays empty, and the store of next races only with a thief's load of
+ * it, which then takes t or leaves it.  Hence the atomic loads of next and head (a thief writes
+ * them) and the release store of next (pairs with the thief's acquire load: t's fields are set). */
 static inline bool ursa__smp_handoff_ok(const struct ursa__vp *self, const struct ursa__thread *t) {
   const struct ursa__runq *q = &self->runq;
-  return q->next == NULL && q->head == q->tail && q->xhead == NULL && t->region == NULL &&
-         !t->pinned && !t->hog && ursa__g.smp_handoff;
+  return __atomic_load_n(&q->next, __ATOMIC_RELAXED) == NULL &&
+         __atomic_load_n(&q->head, __ATOMIC_RELAXED) == q->tail && q->xhead == NULL &&
+         t->region == NULL && !t->pinned && !t->hog && ursa__g.smp_handoff;
 }
 static inline void ursa__smp_handoff(struct ursa__vp *self, struct ursa__thread *t) {
   URSA_ASSERT_OWNER(self);
   t->vp = self;
   t->in_extra = 0;
-  self->runq.next = t;                       /* ursa__runq_push into an empty queue */
+  __atomic_store_n(&self->runq.next, t, __ATOMIC_RELEASE);   /* ursa__runq_push into an empty queue */
 }
 /* Several VPs, the common wake inline: the thread t (no timer to cancel: the caller holds the lock
  * t waited under, so timer_vp is stable) takes the hand-off when nothing is traced.  False when
  * ursa__smp_wake must decide. */
 static inline bool ursa__smp_wake_fast(struct ursa__vp *self, struct ursa__thread *t, int res) {
   URSA_ASSERT(t->state == URSA__BLOCKED && t->timer_vp == NULL);
-  if (ursa_likely(ursa__smp_handoff_ok(self, t)) && !URSA__TRACING()) {
+  if (ursa_likely(ursa__smp_handoff_ok(self, t)) && !URSA__TRACING()) {   /* (no bracket: above) */
     t->w.wake_result = res;
     ursa__set_state(t, URSA__READY);
     ursa__smp_handoff(self, t);

@@ -56,6 +56,10 @@ struct ursa__smp {
   uint32_t             load;          /* atomic, relaxed: ready threads here, for placement     */
   uint32_t             busy;          /* atomic, relaxed: 1 while it runs a thread, not idle    */
   uint32_t             stop;          /* atomic: ursa_fini asks the VP's kernel thread to end   */
+  /* stealing (vp.c): the heartbeat (pq_word >> 16) a thief last saw change, and when (ns);
+   * relaxed atomics written by any thief: a hint */
+  uint32_t             seen_beat;
+  uint64_t             seen_at;
 #if URSA_TEST_HARD
   uint64_t             chaos_rng;     /* the hard build's chaos (vp.c): owner only            */
 #endif

@@ -49,6 +49,29 @@
  *   they use ursa__spin_lock.  The 2-VP thread-ring made 2 read-modify-writes per pass (the
  *   semaphore's lock twice) and makes none now (bench/count_shared_writes.py).
  *
+ * Stealing (issues #20, #18).  A VP's Protect Queue is its own, so while its kernel thread does
+ *   not run -- descheduled by the kernel on a shared machine, blocked in a system call ursa does
+ *   not see, or running one thread that never calls ursa -- the threads ready there wait, though
+ *   another VP may be idle (a 2-VP HTTP server's p99 latency was this).  So an idle VP, before it
+ *   sleeps, looks at the others: one that runs a thread (busy) and has not entered any code that
+ *   touches its queue for URSA__STALL_NS (its heartbeat, the high half of vp->pq_word, unchanged)
+ *   is stalled, and the idle VP takes a turn on its queue: up to half its ready threads
+ *   (runq.next, then the ring's oldest; at most URSA__STEAL_MAX; not the overflow list, and never
+ *   a pinned thread or a region's member) move to the thief's own queue (stats.steals).  An idle
+ *   VP that sleeps while another VP runs a thread with threads ready at its last switch (x->load)
+ *   sleeps at most URSA__STALL_NS, to look again.
+ *   The turn is an asymmetric Dekker handshake, so that the owner pays no atomic read-modify-write
+ *   and no fence: every owner access to its runq lies between ursa__pq_enter and ursa__pq_exit
+ *   (sched.h), which store pq_word (depth + 1, then depth - 1) and read pq_steal; the thief CASes
+ *   pq_steal 0 -> 1, runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) -- a full barrier on every
+ *   CPU that runs a thread of the process, which makes the owner's compiler barrier a full one --
+ *   and reads pq_word: either it finds the owner inside (depth != 0: it gives up the turn) or the
+ *   owner's next entry finds pq_steal == 1 and waits outside until the turn ends (a release store
+ *   of 0, which its acquire load pairs with).  A descheduled owner is outside at once: the kernel's
+ *   switch is a full barrier.  Stealing is off where membarrier's expedited command cannot be
+ *   registered (Linux before 4.14).  The wake-up's hand-off needs no bracket (sched.h says why);
+ *   the pick's does: 15 instructions per pass of the 2-VP thread-ring (268 -> 283).
+ *
  * The on-CPU byte (arch/context.h): a thread can be made READY by another VP while its own VP is
  *   still switching away from it (it unlocked the object it waits on, then switches).  Every
  *   switch clears the byte of the thread it saved, as its last store to it and only once its
@@ -124,6 +147,9 @@
 #endif
 
 #define URSA__IDLE_SPIN_NS 20000u           /* an idle VP polls this long before it sleeps */
+#define URSA__STALL_NS 500000u              /* a VP that entered no scheduler code this long,
+                                               with threads ready, is stalled ("Stealing") */
+#define URSA__STEAL_MAX 32u                 /* threads one turn takes at most */
 #define URSA__ID_BLOCK     1024u            /* thread ids taken from the global counter at a time */
 #define URSA__VP_STACK     (8u << 20)       /* the kernel stack of VPs 1..N-1 (their idle context; it
                                                also holds glibc's TLS, large under sanitizers) */
@@ -189,8 +215,12 @@ void ursa__vp_kick(struct ursa__vp *v) {
 
 /* ---- the local Protect Queue: the ring, then its overflow list (owner only) ------------------- */
 
-static inline uint32_t pq_len(const struct ursa__vp *vp) {
-  return ursa__runq_len(vp) + vp->runq.xlen;
+static inline uint32_t pq_len(struct ursa__vp *vp) {
+  uint32_t n;
+  ursa__pq_enter(vp);
+  n = ursa__runq_len(vp) + vp->runq.xlen;
+  ursa__pq_exit(vp);
+  return n;
 }
 
 /* The overflow list: while it is in use every push goes there, so FIFO order holds. */
@@ -206,12 +236,14 @@ static URSA_NOINLINE void pq_push_extra(struct ursa__vp *vp, struct ursa__thread
 static inline void pq_push(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__runq *q = &vp->runq;
   t->vp = vp;
+  ursa__pq_enter(vp);
   if (ursa_likely(q->xhead == NULL && q->tail - q->head <= q->mask)) {   /* the ring has room */
     t->in_extra = 0;
     ursa__runq_push(vp, t);
-    return;
+  } else {
+    pq_push_extra(vp, t);
   }
-  pq_push_extra(vp, t);
+  ursa__pq_exit(vp);
 }
 
 static URSA_NOINLINE struct ursa__thread *pq_pop_extra(struct ursa__vp *vp) {
@@ -224,13 +256,16 @@ static URSA_NOINLINE struct ursa__thread *pq_pop_extra(struct ursa__vp *vp) {
 }
 
 static inline struct ursa__thread *pq_pop(struct ursa__vp *vp) {
-  struct ursa__thread *t = ursa__runq_pop(vp);
+  struct ursa__thread *t;
+  ursa__pq_enter(vp);
+  t = ursa__runq_pop(vp);
   if (ursa_unlikely(t == NULL) && vp->runq.xhead != NULL) t = pq_pop_extra(vp);
+  ursa__pq_exit(vp);
   return t;
 }
 
 void ursa__pq_push(struct ursa__vp *vp, struct ursa__thread *t) { pq_push(vp, t); }
-uint32_t ursa__pq_len(const struct ursa__vp *vp) { return pq_len(vp); }
+uint32_t ursa__pq_len(struct ursa__vp *vp) { return pq_len(vp); }
 
 /* ---- the inbox (any VP pushes, the owner drains) ---------------------------------------------- */
 
@@ -309,7 +344,7 @@ static struct ursa__vp *chaos_where(struct ursa__vp *self, const struct ursa__th
 }
 
 /* Moves a random thread of the ring to its head, where pq_pop takes it. */
-static void chaos_shuffle(struct ursa__vp *vp) {
+static void chaos_shuffle_in(struct ursa__vp *vp) {
   struct ursa__runq *q = &vp->runq;
   uint32_t len = q->tail - q->head, k;
   struct ursa__thread *a, *b;
@@ -322,6 +357,11 @@ static void chaos_shuffle(struct ursa__vp *vp) {
   q->buf[(q->head + k) & q->mask] = a;
   b->w.rq_pos = q->head;
   a->w.rq_pos = q->head + k;
+}
+static void chaos_shuffle(struct ursa__vp *vp) {
+  ursa__pq_enter(vp);
+  chaos_shuffle_in(vp);
+  ursa__pq_exit(vp);
 }
 #else
 #  define chaos_where(self, t) (self)
@@ -376,7 +416,7 @@ static URSA_NOINLINE void ready_slow(struct ursa__vp *self, struct ursa__thread 
  * ready_slow. */
 static inline void ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
   URSA_ASSERT(ursa__get_state(t) == URSA__READY);     /* its waker, timer or yield set it */
-  if (ursa_likely(where == self && ursa__smp_handoff_ok(self, t))) {
+  if (ursa_likely(where == self && ursa__smp_handoff_ok(self, t))) {   /* (no bracket: sched.h) */
     ursa__smp_handoff(self, t);
     return;
   }
@@ -439,19 +479,23 @@ static URSA_NOINLINE struct ursa__thread *pick_slow(struct ursa__vp *vp, const s
 static inline struct ursa__thread *pick_handoff(struct ursa__vp *vp) {
   struct ursa__smp *x = vp->x;
   struct ursa__runq *q = &vp->runq;
-  struct ursa__thread *t = q->next;
+  struct ursa__thread *t;
+  ursa__pq_enter(vp);
+  t = q->next;
   if (ursa_likely(t != NULL && q->head == q->tail && q->xhead == NULL &&
                   (__atomic_load_n(&x->inbox_n, __ATOMIC_RELAXED) |
                    __atomic_load_n(&x->moves, __ATOMIC_RELAXED)) == 0 &&
                   !ursa__g.region_balance && t->region == NULL && !t->pinned &&
                   (x->bwd_wq == NULL || ursa__wq_empty(x->bwd_wq)))) {
     q->next = NULL;
+    ursa__pq_exit(vp);
     URSA_ASSERT(ursa__get_state(t) == URSA__READY);
     t->vp = vp;
     if (x->load != 0) __atomic_store_n(&x->load, 0u, __ATOMIC_RELAXED);   /* as pick_slow */
     if (x->busy != 1) __atomic_store_n(&x->busy, 1u, __ATOMIC_RELAXED);
     return t;
   }
+  ursa__pq_exit(vp);
   return NULL;                                         /* pick_slow decides */
 }
 
@@ -716,6 +760,129 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
   vp->stats.idle_waits++;
 }
 
+/* ---- stealing from a stalled VP ("Stealing" at the top) ---------------------------------------- */
+
+void ursa__pq_enter_slow(struct ursa__vp *vp) {
+  do {                                                 /* step out while the thief has its turn */
+    __atomic_store_n(&vp->pq_word, __atomic_load_n(&vp->pq_word, __ATOMIC_RELAXED) - 1u, __ATOMIC_RELAXED);
+    for (unsigned spins = 0; __atomic_load_n(&vp->pq_steal, __ATOMIC_ACQUIRE) != 0; spins++) {
+      if (spins < 4096) cpu_relax();
+      else syscall(SYS_sched_yield);                   /* the thief's kernel thread is descheduled */
+    }
+    __atomic_store_n(&vp->pq_word, __atomic_load_n(&vp->pq_word, __ATOMIC_RELAXED) + 1u, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  } while (__atomic_load_n(&vp->pq_steal, __ATOMIC_ACQUIRE) != 0);   /* acquire: as ursa__pq_enter */
+}
+
+/* Registers this process for membarrier's expedited command (ursa__smp_init): stealing needs it. */
+static bool membarrier_register(void) {
+#if defined(__NR_membarrier)
+  return syscall(__NR_membarrier, 1 << 4 /* MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED */, 0, 0) == 0;
+#else
+  return false;
+#endif
+}
+
+/* A full memory barrier on every CPU that runs a thread of this process, by the time it returns. */
+static void membarrier_all(void) {
+#if defined(__NR_membarrier)
+  (void)syscall(__NR_membarrier, 1 << 3 /* MEMBARRIER_CMD_PRIVATE_EXPEDITED */, 0, 0);
+#endif
+}
+
+/* The rotator's Waiver Queue that v drains (its backward VP's), or NULL for the other policies
+ * (lb2's and steal's idle VPs take from any queue already). */
+static struct ursa__wq *input_wq(const struct ursa__vp *v) { return v->x->bwd_wq; }
+
+/* Whether v looks stalled at `now`: it has threads to run -- it runs one (busy), or threads wait
+ * in its input Waiver Queue -- and has entered no code that touches its queues for
+ * URSA__STALL_NS (asleep and not yet woken by the kick that came with them, too).  A hint from
+ * relaxed loads: the turn decides. */
+static bool stalled(struct ursa__vp *v, uint64_t now) {
+  struct ursa__smp *x = v->x;
+  uint32_t beat = __atomic_load_n(&v->pq_word, __ATOMIC_RELAXED) >> 16;
+  struct ursa__wq *in = input_wq(v);
+  if (!__atomic_load_n(&x->busy, __ATOMIC_RELAXED) && (in == NULL || ursa__wq_empty(in))) return false;
+  if (beat != __atomic_load_n(&x->seen_beat, __ATOMIC_RELAXED) || __atomic_load_n(&x->seen_at, __ATOMIC_RELAXED) == 0) {
+    __atomic_store_n(&x->seen_beat, beat, __ATOMIC_RELAXED);
+    __atomic_store_n(&x->seen_at, now, __ATOMIC_RELAXED);
+    return false;
+  }
+  return now - __atomic_load_n(&x->seen_at, __ATOMIC_RELAXED) >= URSA__STALL_NS;
+}
+
+/* One turn on v's queues: up to half its ready threads (runq.next, then the ring from its oldest;
+ * the overflow list stays), at most URSA__STEAL_MAX, stopping at a pinned thread or a region's
+ * member, which must stay; then, with what is left of URSA__STEAL_MAX, the threads waiting in its
+ * input Waiver Queue (rotator: the turn makes the thief that queue's one consumer, as v is).
+ * They go to self's Protect Queue.  The number taken. */
+static unsigned steal_from(struct ursa__vp *self, struct ursa__vp *v) {
+  struct ursa__thread *got[URSA__STEAL_MAX], *t;
+  uint32_t zero = 0, n, take, k = 0, i;
+  if (!__atomic_compare_exchange_n(&v->pq_steal, &zero, 1u, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    return 0;                                          /* another thief has the turn */
+  membarrier_all();                                    /* v's entry is visible, or it sees pq_steal */
+  /* acquire: pairs with v's release in ursa__pq_exit: its last changes to runq are seen */
+  if ((__atomic_load_n(&v->pq_word, __ATOMIC_ACQUIRE) & 0xffffu) == 0) {
+    struct ursa__runq *q = &v->runq;
+    n = (__atomic_load_n(&q->next, __ATOMIC_ACQUIRE) != NULL) + (q->tail - q->head);
+    take = (n + 1) / 2;
+    if (take > URSA__STEAL_MAX) take = URSA__STEAL_MAX;
+    /* next and head atomically: the owner's hand-off reads them outside its brackets (sched.h) */
+    if (take && (t = __atomic_load_n(&q->next, __ATOMIC_ACQUIRE)) != NULL && !t->pinned && t->region == NULL) {
+      __atomic_store_n(&q->next, NULL, __ATOMIC_RELAXED);   /* (the ring's threads are younger) */
+      got[k++] = t;
+    }
+    while (k < take && q->head != q->tail) {
+      t = q->buf[q->head & q->mask];
+      if (t->pinned || t->region) break;
+      __atomic_store_n(&q->head, q->head + 1, __ATOMIC_RELAXED);
+      got[k++] = t;
+    }
+    if (input_wq(v) != NULL)                           /* (never holds a pinned thread) */
+      while (k < URSA__STEAL_MAX && (t = ursa__wq_pop(input_wq(v))) != NULL) got[k++] = t;
+  }
+  __atomic_store_n(&v->pq_steal, 0u, __ATOMIC_RELEASE);   /* release: pairs with ursa__pq_enter */
+  for (i = 0; i < k; i++) {
+    URSA_ASSERT(ursa__get_state(got[i]) == URSA__READY);
+    if (URSA__TRACING()) ursa__trace_wake(self, got[i], self->index, 0);
+    pq_push(self, got[i]);                             /* sets t->vp */
+    self->stats.migrations++;
+  }
+  self->stats.steals += k;
+  return k;
+}
+
+/* An idle VP's look at the others: a turn on each one that looks stalled.  Whether it took any. */
+static bool steal_some(struct ursa__vp *self) {
+  unsigned i, n = ursa__g.nvps;
+  uint64_t now;
+  bool got = false;
+  if (!ursa__g.steal_ok) return false;
+  now = ursa__now();
+  for (i = 1; i < n; i++) {
+    struct ursa__vp *v = ursa__g.vps[(self->index + i) % n];
+    if (stalled(v, now) && steal_from(self, v) != 0) got = true;
+  }
+  return got;
+}
+
+/* Whether an idle VP should sleep with a deadline to look again (URSA__STALL_NS): another VP runs
+ * a thread and had ready threads waiting at its last switch, or threads this VP passed on wait in
+ * its Waiver Queue for their consumer. */
+static bool others_loaded(const struct ursa__vp *self) {
+  unsigned i;
+  if (!ursa__g.steal_ok) return false;
+  if (input_wq(self->x->fwd) != NULL && !ursa__wq_empty(input_wq(self->x->fwd))) return true;
+  for (i = 0; i < ursa__g.nvps; i++) {
+    struct ursa__vp *v = ursa__g.vps[i];
+    if (v != self && __atomic_load_n(&v->x->busy, __ATOMIC_RELAXED) &&
+        __atomic_load_n(&v->x->load, __ATOMIC_RELAXED) != 0)
+      return true;
+  }
+  return false;
+}
+
 /* The idle loop of a VP: runs on the VP's idle context until ursa_fini stops the VP. */
 /* Counts vp in ursa__g.idle_vps while it has nothing to run (policy.c spreads work then). */
 static void set_idle(struct ursa__vp *vp, uint8_t idle) {
@@ -745,7 +912,12 @@ static void idle_loop(struct ursa__vp *vp) {
       for (int i = 0; i < 64; i++) cpu_relax();
     }
     if (t) { set_idle(vp, 0); run_from_idle(vp, t); continue; }
+    if (steal_some(vp)) continue;                      /* a stalled VP's ready threads */
     deadline = next_deadline(vp);
+    if (others_loaded(vp)) {                           /* look again in a while */
+      uint64_t look = ursa__now() + URSA__STALL_NS;
+      if (deadline == 0 || look < deadline) deadline = look;
+    }
     idle_sleep(vp, deadline);
   }
 }
@@ -917,6 +1089,7 @@ int ursa__smp_init(void) {
 #if URSA_TEST_HARD
   chaos_init();
 #endif
+  ursa__g.steal_ok = membarrier_register();          /* Linux 4.14; else no stealing */
   ursa__g.smp_handoff = ursa__g.policy != URSA__POL_GLOBAL
 #if URSA_TEST_HARD
                         && !chaos_on
