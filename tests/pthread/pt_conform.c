@@ -371,10 +371,10 @@ static void case_cond(void) {
 /* ---- rwlocks, barriers, spin locks ----------------------------------------------------------- */
 
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
-static int readers_in;
+static int readers_in;                            /* atomic: readers hold the lock together */
 static void *reader(void *a) {
   CHECK_EQ(pthread_rwlock_rdlock(&rw), 0);
-  readers_in++;
+  __atomic_add_fetch(&readers_in, 1, __ATOMIC_RELAXED);
   sched_yield();
   CHECK_EQ(pthread_rwlock_unlock(&rw), 0);
   return a;
@@ -382,9 +382,9 @@ static void *reader(void *a) {
 static void *try_write(void *a) { return (void *)(intptr_t)pthread_rwlock_trywrlock(a); }
 static void *writer(void *a) {
   CHECK_EQ(pthread_rwlock_wrlock(&rw), 0);
-  int v = ++readers_in;
+  int v = __atomic_add_fetch(&readers_in, 1, __ATOMIC_RELAXED);
   sched_yield();
-  CHECK_EQ(readers_in, v);
+  CHECK_EQ(__atomic_load_n(&readers_in, __ATOMIC_RELAXED), v);   /* no reader came in meanwhile */
   CHECK_EQ(pthread_rwlock_unlock(&rw), 0);
   return a;
 }
