@@ -191,8 +191,10 @@ static int cas_state(struct upt_waiter *w, int to) {
 /* Solo: whether the waker or canceller may end w's park (w still waits, and its deadline has not
  * made its thread ready already: then the thread decides TIMEDOUT itself when it runs). */
 static int solo_claim(struct upt_waiter *w) {
-  /* untimed: WAITING means blocked (nothing runs between a push and its park) */
-  return w->state == UPT_W_WAITING && (!w->timed || ursa__park_claim_thread(w->tok, true));
+  /* untimed: WAITING means blocked (nothing runs between a push and its park), unless a fork
+   * left the thread behind (upt_forked: then ursa says) */
+  return w->state == UPT_W_WAITING &&
+         (!(w->timed | upt_forked) || ursa__park_claim_thread(w->tok, w->timed));
 }
 
 int upt_wake(struct upt_waiter *w) {
@@ -284,6 +286,20 @@ int upt_check_deadline(int clock, const struct timespec *abs) {
  * (shorter than a jmp_buf: pthread_cleanup_push saves no signal mask, so longjmp reads no more). */
 extern void upt_siglongjmp(struct __cancel_jmp_buf_tag *env, int val)
     __asm__("siglongjmp") __attribute__((__noreturn__));
+
+/* ---- the child of a fork (boot.c) -------------------------------------------------------------- */
+
+int upt_forked;
+
+void upt_forget_records(struct upt_thread *me) {
+  struct upt_chunk *c;
+  int i;
+  upt_forked = 1;
+  if (&main_record != me) main_record.magic = UPT_MAGIC_FREE;
+  for (c = chunks; c; c = c->next)
+    for (i = 0; i < UPT_CHUNK; i++)
+      if (&c->rec[i] != me && c->rec[i].magic == UPT_MAGIC) c->rec[i].magic = UPT_MAGIC_FREE;
+}
 
 /* ---- finishing, exit, cancellation ------------------------------------------------------------ */
 

@@ -248,6 +248,14 @@ int upt_errno(int e);
 int upt_mutex_lock_internal(struct upt_thread *me, pthread_mutex_t *pm, unsigned *depth);
 int upt_mutex_unlock_internal(struct upt_thread *me, pthread_mutex_t *pm, unsigned *depth);
 
+/* The child of a fork at 1 VP (boot.c's fork handler): every thread but the one that forked is
+ * gone (ursa__forget_others).  upt_forked is set there, and from then on a solo waker asks ursa
+ * whether a waiter's thread can still be woken (a gone one cannot: the wake goes to the next
+ * waiter).  upt_forget_records marks every record but me's as no longer in use (a stale
+ * pthread_t: ESRCH), without reusing them. */
+extern int upt_forked;
+void upt_forget_records(struct upt_thread *me);
+
 /* boot.c sets upt_booted once ursa_init succeeded and thread.c's upt_boot_threads ran. */
 extern int upt_booted;
 void upt_boot_threads(void);
