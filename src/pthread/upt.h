@@ -37,6 +37,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <time.h>
+#include <unwind.h>
 
 #define UPT_EXPORT __attribute__((visibility("default")))
 #define upt_unlikely(x) __builtin_expect(!!(x), 0)
@@ -162,7 +163,10 @@ struct upt_thread {
   int cancel_state;              /* PTHREAD_CANCEL_ENABLE / DISABLE (own thread only)         */
   int cancel_type;               /* stored; asynchronous runs as deferred                    */
   int adopted;                   /* an ursa thread not made by pthread_create (main too)     */
-  __pthread_unwind_buf_t *cleanup;   /* innermost pthread_cleanup_push buffer                */
+  __pthread_unwind_buf_t *cleanup;   /* innermost pthread_cleanup_push buffer (C macros; its
+                                        __pad[0]: the next one, __pad[1]: the pushing frame's
+                                        stack pointer, which the forced unwind compares)     */
+  struct _Unwind_Exception exc;  /* the forced unwind of cancellation and pthread_exit       */
   struct upt_kv *kv[UPT_KEY_BLOCKS]; /* key values, a block allocated at its first use       */
   size_t stacksize, guardsize;
   void *stackaddr;               /* as given by pthread_attr_setstack (not used: see boot.c)  */
