@@ -20,12 +20,12 @@
  * pthread_cond_wait / timedwait / clockwait, sem_wait / timedwait / clockwait, the sleeps and
  * pthread_testcancel.  A request that arrives while the target is parked at one of them (with
  * cancellation enabled) ends the wait at once.  PTHREAD_CANCEL_ASYNCHRONOUS is stored and reported
- * but acts as deferred.  Acting on a request (or pthread_exit) runs the buffers of
- * pthread_cleanup_push innermost first: glibc's C macros keep a sigjmp buffer per push, so the
- * layer longjmps to each one, whose handler runs and calls __pthread_unwind_next, which goes on
- * with the next buffer and, after the last, finishes the thread (key destructors, then the
- * joiner is woken).  The stack is not unwound by the C++ unwinder: destructors of C++ objects and
- * handlers pushed by the C++ or -fexceptions forms of pthread_cleanup_push do not run.
+ * but acts as deferred.  Acting on a request (or pthread_exit) unwinds the stack
+ * with libgcc's forced unwind ("The forced unwind" below): C++ destructors and the C++ and
+ * -fexceptions forms of pthread_cleanup_push run, and the buffers of glibc's C macros (a sigjmp
+ * buffer per push) are run in stack order among them by a longjmp into each, whose handler calls
+ * __pthread_unwind_next, which goes on; past the last frame the thread finishes (key
+ * destructors, then the joiner is woken).  Without the unwinder the buffers alone run.
  */
 #include "upt.h"
 

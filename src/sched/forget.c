@@ -8,8 +8,9 @@
  * again.  It is taken off the run queue, its timer is dropped, it is taken off the wait queue of a
  * wait that recorded its queue (w.waitq: a timed wait, ursa__park_queued), and a thread that
  * joined the caller is no longer its joiner; the I/O layer drops their descriptor waits and
- * offload requests (ursa__io_hooks.forget).  Whatever still names a gone thread cannot resume it:
- * ursa__unpark_thread ignores it and ursa__park_claim_thread answers false (it is not BLOCKED).
+ * offload requests (ursa__io_hooks.forget).  A layer that still names a gone thread must claim
+ * it before an unpark: ursa__park_claim_thread answers false (it is not BLOCKED); an unpark of a
+ * gone thread is a misuse, caught by the debug build's assertion (ursa__unpark_thread).
  * A wait on one of ursa's own objects that did not record its queue (an untimed ursa_sem_wait,
  * say) leaves the thread in that queue, where a post or unlock would be given to it and lost: the
  * caller's layer must not use such waits (the POSIX layer at 1 VP does not).  Finished threads
