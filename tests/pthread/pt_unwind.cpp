@@ -9,6 +9,7 @@
 //   - a C frame's buffer (pt_unwind_mid.c) runs between the C++ frames around it;
 //   - keys' destructors run after the stack is unwound;
 //   - main's pthread_exit unwinds main too, and the process goes on until its last thread ends.
+// `pt_unwind swallow`: a catch (...) that does not rethrow aborts the process, saying why.
 // Every thread is checked to be an ursa thread.  Prints "unwind ok" last; a failed check prints
 // its line and exits 1.
 #include <cxxabi.h>
@@ -176,11 +177,32 @@ static void main_nested() {
   pthread_exit(nullptr);
 }
 
-int main() {
+// `pt_unwind swallow`: a catch (...) that does not rethrow the forced unwind; the layer must
+// abort the process saying so (glibc does the same), not let the cancelled thread go on.
+static void *swallows(void *) {
+  on_ursa();
+  try {
+    waiting = 1;
+    for (;;) sleep(100);
+  } catch (...) {
+    note("swallowed");
+  }
+  std::printf("the cancelled thread went on\n");
+  return nullptr;
+}
+
+int main(int argc, char **argv) {
   pthread_t t;
   void *r;
   ursa_self_fn = reinterpret_cast<void *(*)()>(dlsym(RTLD_DEFAULT, "ursa_self"));
   on_ursa();
+  if (argc == 2 && std::strcmp(argv[1], "swallow") == 0) {
+    CHECK(pthread_create(&t, nullptr, swallows, nullptr) == 0);
+    wait_then_cancel(t, false);
+    pthread_join(t, &r);
+    std::printf("joined\n");
+    return 0;
+  }
 
   CHECK(pthread_create(&t, nullptr, in_cond, nullptr) == 0);
   wait_then_cancel(t, true);
