@@ -23,6 +23,9 @@
 #include <errno.h>
 #include <stdalign.h>
 #include <stdlib.h>
+/* glibc's header defines thrd_equal inline when optimizing (__USE_EXTERN_INLINES); the layer
+ * defines the out-of-line one that unoptimized programs call, so it takes the plain declaration. */
+#undef __USE_EXTERN_INLINES
 #include <threads.h>
 
 _Static_assert(sizeof(mtx_t) == sizeof(pthread_mutex_t) && alignof(mtx_t) >= alignof(pthread_mutex_t),
