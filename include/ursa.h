@@ -26,7 +26,8 @@
  * fork
  *   With one VP, the child of a fork called by an ursa thread keeps the runtime: the caller goes
  *   on as an ursa thread (the copies of the other threads run when it yields or waits), without
- *   the URSA_DUMP_SIGNAL thread.  In every other case (several VPs, or fork called by a kernel
+ *   the URSA_DUMP_SIGNAL thread (the POSIX-threads layer gives its child the calling thread
+ *   only, as POSIX does: docs/GUIDE.md, "Running POSIX-threads programs").  In every other case (several VPs, or fork called by a kernel
  *   thread that is no VP) the runtime stays in the parent: in the child every ursa call returns
  *   -ECHILD (ursa_init too; ursa_self gives URSA_THREAD_NULL), so the child may only exec or
  *   _exit, or go on without ursa (docs/GUIDE.md, "fork").

@@ -107,7 +107,6 @@ sigmask	signal masks belong to the VPs' kernel threads and are shared by the urs
 handler-waits	the signal handler waits (nanosleep in a loop) for another thread: it runs on a VP's kernel thread and holds it, and at 1 VP nothing else runs until it returns
 async-cancel	asynchronous cancellation acts as deferred (docs/GUIDE.md): a thread blocked in pthread_mutex_lock, which is not a cancellation point, is not cancelled
 stack-addr	a stack given with pthread_attr_setstack is stored and reported, but ursa runs the thread on a stack it maps itself (docs/GUIDE.md)
-fork-threads	fork at 1 VP keeps the other ursa threads in the child (ursa's fork contract, include/ursa.h); POSIX gives the child the calling thread only, so the child does not end when that thread exits
 rwlock-eperm	unlocking an rwlock the caller does not hold answers EPERM, which POSIX allows ("may fail"); the test accepts only 0 (glibc's answer) or EINVAL
 handler-race	the test's worker installs the signal handlers while the sender threads already send: natively the worker wins the race, under ursa at 2 VPs under cp-ts a sender runs first, and the signal's default action ends the process
 handler-exit	the handler calls pthread_exit, which POSIX does not make async-signal-safe (undefined behaviour); at 2 VPs under cp-ts the process sometimes does not end
@@ -178,7 +177,6 @@ pthread_setcanceltype/1-1	*	async-cancel
 pthread_mutex_init/1-2	*	async-cancel
 pthread_mutex_init/3-2	*	async-cancel
 pthread_create/1-5	*	stack-addr
-pthread_exit/6-1	cm-1,cp-ts-1	fork-threads
 pthread_rwlock_unlock/4-1	*	rwlock-eperm
 pthread_cond_init/4-2	cp-ts-2	handler-race
 pthread_mutex_init/5-3	cp-ts-2	handler-race

@@ -4,6 +4,7 @@
  * ursa thread (item 4), and the contract of a few error paths (item 9).
  */
 #include "task.h"
+#include "../src/sched/waiter.h"   /* ursa__forget_others */
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -337,6 +338,70 @@ TEST_IMPL(hardening_fork_one_vp_child_continues) {
   close(saved);
   close(devnull);
   unsetenv("URSA_DUMP_SIGNAL");
+  return 0;
+}
+
+/* ursa__forget_others (src/sched/forget.c), the POSIX layer's fork: in the child of a fork at 1 VP
+ * every thread but the caller never runs again, whatever would have resumed it (the run queue, a
+ * sleep's timer, a timed wait's post), and the process ends with status 0 when the caller ends. */
+static volatile int fg_ticks, fg_woken, fg_stop;
+static ursa_sem_t fg_sem;
+static void *fg_sleeper(void *a) { while (!fg_stop) { fg_ticks++; ursa_sleep_ns(200000); } return a; }
+static void *fg_yielder(void *a) { while (!fg_stop) { fg_ticks++; ursa_yield(); } return a; }
+static void *fg_timed(void *a) {
+  struct timespec d;
+  clock_gettime(CLOCK_MONOTONIC, &d);
+  d.tv_sec += 600;
+  if (ursa_sem_timedwait(&fg_sem, CLOCK_MONOTONIC, &d) == 0) fg_woken++;
+  return a;
+}
+static void *fg_from_pthread(void *a) { (void)a; return (void *)(intptr_t)ursa__forget_others(); }
+
+static void fg_child(void) {
+  int t0;
+  alarm(10 * TEST_TIME_FACTOR);
+  if (ursa__forget_others() != 3) _exit(40);         /* the sleeper, the yielder, the waiter */
+  t0 = fg_ticks;
+  if (ursa_sem_post(&fg_sem) != 0 || ursa_sem_trywait(&fg_sem) != 0) _exit(41);  /* nobody took it */
+  for (int i = 0; i < 20; i++) { ursa_yield(); ursa_sleep_ns(100000); }
+  if (fg_ticks != t0) _exit(42);
+  if (fg_woken != 0) _exit(43);
+  if (ursa__forget_others() != 0) _exit(44);          /* nobody left to forget */
+  ursa_exit(NULL);                                    /* the last thread: the process ends, 0 */
+}
+
+TEST_IMPL(hardening_fork_forget_others) {
+  ursa_thread_t t[3];
+  pthread_t k;
+  void *r;
+  pid_t pid;
+  int status;
+  ASSERT_EQ(ursa__forget_others(), -EPERM);          /* before ursa_init: no ursa thread */
+  init_vps(1);
+  ASSERT_OK(ursa_sem_init(&fg_sem, 0));
+  ASSERT_OK(ursa_create(&t[0], NULL, fg_sleeper, NULL));
+  ASSERT_OK(ursa_create(&t[1], NULL, fg_yielder, NULL));
+  ASSERT_OK(ursa_create(&t[2], NULL, fg_timed, NULL));
+  for (int i = 0; i < 5; i++) ursa_yield();
+  ASSERT(fg_ticks > 0);
+  fflush(NULL);
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) fg_child();
+  status = wait_child(pid, 10, "fork at 1 VP, ursa__forget_others");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    FAIL("the child that forgot the others: status 0x%x (exit code 40+k: step k failed)", status);
+  ASSERT_EQ(pthread_create(&k, NULL, fg_from_pthread, NULL), 0);   /* a kernel thread: no */
+  ASSERT_EQ(pthread_join(k, &r), 0);
+  ASSERT_EQ((intptr_t)r, -EPERM);
+  fg_stop = 1;                                        /* the parent's threads are all there */
+  ASSERT_OK(ursa_sem_post(&fg_sem));
+  for (int i = 0; i < 3; i++) ASSERT_OK(ursa_join(t[i], NULL));
+  ASSERT_EQ(fg_woken, 1);
+  ASSERT_OK(ursa_fini());
+  init_vps(2);                                        /* several VPs: refused */
+  ASSERT_EQ(ursa__forget_others(), -EINVAL);
+  ASSERT_OK(ursa_fini());
   return 0;
 }
 

@@ -11,6 +11,8 @@
  *                      in a VP's timer heap (t->w.heap_idx != 0).
  *       URSA__ZOMBIE   finished; waits for ursa_join (joinable), or (detached) its handle is
  *                      already stale and its stack waits in vp->zombie for ursa__reap.
+ *       URSA__GONE     forgotten by the child of a fork (src/sched/forget.c): never runs again;
+ *                      on no run structure, no timer; its stack stays mapped.
  *   - With one VP (a mode other than URSA__SMPMODE) every field of the VP and of its threads is touched only by that
  *     VP's kernel thread, so none needs an atomic and no lock is taken: the core's fast paths.
  *   - With several VPs, a synchronization object's fields and its wait queue are guarded by the
@@ -29,7 +31,7 @@
 #include <setjmp.h>
 #endif
 
-enum ursa__state { URSA__RUNNING = 1, URSA__READY, URSA__BLOCKED, URSA__ZOMBIE };
+enum ursa__state { URSA__RUNNING = 1, URSA__READY, URSA__BLOCKED, URSA__ZOMBIE, URSA__GONE };
 
 
 struct ursa__thread;

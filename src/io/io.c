@@ -1103,6 +1103,30 @@ static int engines_make(unsigned n, int kind) {
   return err;
 }
 
+/* ursa__io_hooks.forget (src/sched/forget.c): the child of a fork keeps its calling thread only,
+ * which runs and so waits for nothing here.  Every descriptor's waiting nodes are unlinked (an
+ * event armed already finds none and is not armed again), the offload requests queued or done
+ * are dropped (they belong to gone threads), and a poller, gone too, is made anew when a wait
+ * needs one.  One VP, on its kernel thread (a fork handler: nothing else runs). */
+static void hook_forget(struct ursa__vp *vp) {
+  struct engine *e = engine_of(vp);
+  unsigned c, k;
+  for (c = 0; c < FD_CHUNKS; c++) {
+    struct fdent *ch = fd_chunks[c];
+    if (ch == NULL) continue;
+    for (k = 0; k < (1u << FD_CHUNK_BITS); k++)
+      while (ch[k].waiters) node_unlink(&ch[k], ch[k].waiters);
+  }
+  pool.head = pool.tail = NULL;
+  pool.nq = 0;
+  if (e) {
+    e->done = NULL;
+    e->pstate = P_NONE;
+    e->poller = URSA_THREAD_NULL;
+  }
+  vp->io_nwait = 0;
+}
+
 int ursa__io_init(int want, unsigned offload_threads) {
   static int said;                         /* the fallback's message: once per process */
   unsigned n = ursa__g.nvps ? ursa__g.nvps : 1;
@@ -1147,6 +1171,7 @@ int ursa__io_init(int want, unsigned offload_threads) {
   pool.head = pool.tail = NULL;
   ursa__io_hooks.wait = hook_wait;
   ursa__io_hooks.kick = hook_kick;
+  ursa__io_hooks.forget = hook_forget;
   ursa__waitkind_register(URSA__W_IO_FD, &k_fd);
   ursa__waitkind_register(URSA__W_IO_OFFLOAD, &k_offload);
   ursa__waitkind_register(URSA__W_IO_POLLER, &k_poller);

@@ -132,6 +132,22 @@ static int find_runtimes(struct dl_phdr_info *info, size_t size, void *data) {
 
 int upt_booted;
 
+/* fork.  With one VP the child keeps the runtime (include/ursa.h) and, for ursa's own API, every
+ * thread.  POSIX gives the child the calling thread only: this handler, registered after ursa's
+ * own (so it runs after it in the child), has ursa forget the others (ursa__forget_others: they
+ * never run again, their stacks stay mapped, what they held stays held) and marks their records
+ * gone (a pthread_join or pthread_cancel of one answers ESRCH).  The process then ends when the
+ * child's last thread ends, with status 0 (pthread_exit of the calling thread, say).  With several
+ * VPs, or a fork by a kernel thread that ursa did not make, the runtime stays in the parent and
+ * the child runs on glibc's threads: there is nothing to do. */
+static void upt_fork_child(void) {
+  struct upt_thread *me;
+  if (!__atomic_load_n(&upt_booted, __ATOMIC_ACQUIRE) || ursa_self() == URSA_THREAD_NULL) return;
+  me = upt_self();
+  if (me == NULL || ursa__forget_others() < 0) return;
+  upt_forget_records(me);
+}
+
 __attribute__((constructor(101))) static void upt_boot(void) {
   int rc;
   int i;
@@ -160,5 +176,8 @@ __attribute__((constructor(101))) static void upt_boot(void) {
   upt_explore = ursa__exploring();
   upt_solo = upt_explore ? 2 : ursa_vp_count() == 1;   /* exploring: one VP, not the fast paths */
   upt_boot_threads();
+  if (pthread_atfork(NULL, NULL, upt_fork_child) != 0)
+    fprintf(stderr, "ursa-pthread: no room for a fork handler: the child of a fork keeps every "
+                    "thread\n");
   __atomic_store_n(&upt_booted, 1, __ATOMIC_RELEASE);
 }

@@ -20,15 +20,16 @@
  * pthread_cond_wait / timedwait / clockwait, sem_wait / timedwait / clockwait, the sleeps and
  * pthread_testcancel.  A request that arrives while the target is parked at one of them (with
  * cancellation enabled) ends the wait at once.  PTHREAD_CANCEL_ASYNCHRONOUS is stored and reported
- * but acts as deferred.  Acting on a request (or pthread_exit) runs the buffers of
- * pthread_cleanup_push innermost first: glibc's C macros keep a sigjmp buffer per push, so the
- * layer longjmps to each one, whose handler runs and calls __pthread_unwind_next, which goes on
- * with the next buffer and, after the last, finishes the thread (key destructors, then the
- * joiner is woken).  The stack is not unwound by the C++ unwinder: destructors of C++ objects and
- * handlers pushed by the C++ or -fexceptions forms of pthread_cleanup_push do not run.
+ * but acts as deferred.  Acting on a request (or pthread_exit) unwinds the stack
+ * with libgcc's forced unwind ("The forced unwind" below): C++ destructors and the C++ and
+ * -fexceptions forms of pthread_cleanup_push run, and the buffers of glibc's C macros (a sigjmp
+ * buffer per push) are run in stack order among them by a longjmp into each, whose handler calls
+ * __pthread_unwind_next, which goes on; past the last frame the thread finishes (key
+ * destructors, then the joiner is woken).  Without the unwinder the buffers alone run.
  */
 #include "upt.h"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,8 +192,10 @@ static int cas_state(struct upt_waiter *w, int to) {
 /* Solo: whether the waker or canceller may end w's park (w still waits, and its deadline has not
  * made its thread ready already: then the thread decides TIMEDOUT itself when it runs). */
 static int solo_claim(struct upt_waiter *w) {
-  /* untimed: WAITING means blocked (nothing runs between a push and its park) */
-  return w->state == UPT_W_WAITING && (!w->timed || ursa__park_claim_thread(w->tok, true));
+  /* untimed: WAITING means blocked (nothing runs between a push and its park), unless a fork
+   * left the thread behind (upt_forked: then ursa says) */
+  return w->state == UPT_W_WAITING &&
+         (!(w->timed | upt_forked) || ursa__park_claim_thread(w->tok, w->timed));
 }
 
 int upt_wake(struct upt_waiter *w) {
@@ -285,6 +288,20 @@ int upt_check_deadline(int clock, const struct timespec *abs) {
 extern void upt_siglongjmp(struct __cancel_jmp_buf_tag *env, int val)
     __asm__("siglongjmp") __attribute__((__noreturn__));
 
+/* ---- the child of a fork (boot.c) -------------------------------------------------------------- */
+
+int upt_forked;
+
+void upt_forget_records(struct upt_thread *me) {
+  struct upt_chunk *c;
+  int i;
+  upt_forked = 1;
+  if (&main_record != me) main_record.magic = UPT_MAGIC_FREE;
+  for (c = chunks; c; c = c->next)
+    for (i = 0; i < UPT_CHUNK; i++)
+      if (&c->rec[i] != me && c->rec[i].magic == UPT_MAGIC) c->rec[i].magic = UPT_MAGIC_FREE;
+}
+
 /* ---- finishing, exit, cancellation ------------------------------------------------------------ */
 
 static void keys_run_destructors(struct upt_thread *t);
@@ -305,16 +322,93 @@ static void finish(struct upt_thread *t, void *value) {
   upt_spin_unlock(&t->lock);
 }
 
-/* Runs the next cleanup buffer (a longjmp into pthread_cleanup_push's frame, whose handler calls
- * __pthread_unwind_next, which comes back here) or, after the last, ends the thread. */
-static void __attribute__((noreturn)) unwind(struct upt_thread *me) {
-  __pthread_unwind_buf_t *buf = me->cleanup;
-  if (buf) {
-    me->cleanup = (__pthread_unwind_buf_t *)buf->__pad[0];
-    upt_siglongjmp(buf->__cancel_jmp_buf, 1);
+/* The forced unwind.  Cancellation and pthread_exit unwind the thread's stack with libgcc's
+ * unwinder (_Unwind_ForcedUnwind), as glibc does, so that C++ destructors, the C++ and
+ * -fexceptions forms of pthread_cleanup_push, and catch (...) blocks (which must rethrow:
+ * abi::__forced_unwind) run.  The unwinder calls unwind_stop before each frame, innermost first;
+ * the C macros' buffers (pushed by frames the unwinder may pass without running anything, C code
+ * without exceptions) are interleaved by stack address: when the next frame is the one that
+ * pushed the innermost buffer (its stack pointer, noted by __pthread_register_cancel, is not
+ * above the frame's CFA) the stop function longjmps into that frame's handler, which calls
+ * __pthread_unwind_next, which starts a new forced unwind from there.  At the end of the stack
+ * (ursa's trampoline, whose CFI marks the outermost frame, src/arch/; _start for main; or a frame
+ * without unwind information, where the unwinder stops) the remaining buffers run by longjmp and
+ * then the thread finishes on top of the unwinder's frames, which are dead: keys' destructors,
+ * the joiner, ursa_exit.  Without libgcc_s (or when the unwinder fails) the buffers alone run by
+ * longjmp, the way the layer worked before.  libgcc_s is found at the first unwind: in the
+ * process already (every C++ program), else loaded. */
+typedef _Unwind_Reason_Code (*upt_forced_fn)(struct _Unwind_Exception *, _Unwind_Stop_Fn, void *);
+typedef _Unwind_Word (*upt_cfa_fn)(struct _Unwind_Context *);
+static upt_forced_fn forced_unwind;     /* relaxed atomics; published by unwinder_state */
+static upt_cfa_fn get_cfa;
+static int unwinder_state;              /* 0 not looked for yet, 1 found, -1 none */
+
+static int unwinder(void) {
+  int s = __atomic_load_n(&unwinder_state, __ATOMIC_ACQUIRE);   /* pairs with the release below */
+  if (upt_unlikely(s == 0)) {
+    void *f = dlsym(RTLD_DEFAULT, "_Unwind_ForcedUnwind"), *g = dlsym(RTLD_DEFAULT, "_Unwind_GetCFA");
+    if (f == NULL || g == NULL) {
+      void *h = dlopen("libgcc_s.so.1", RTLD_NOW);             /* kept for the process's life */
+      f = h ? dlsym(h, "_Unwind_ForcedUnwind") : NULL;
+      g = h ? dlsym(h, "_Unwind_GetCFA") : NULL;
+    }
+    s = f && g ? 1 : -1;
+    /* two threads may race here: they store the same values */
+    __atomic_store_n(&forced_unwind, (upt_forced_fn)f, __ATOMIC_RELAXED);
+    __atomic_store_n(&get_cfa, (upt_cfa_fn)g, __ATOMIC_RELAXED);
+    __atomic_store_n(&unwinder_state, s, __ATOMIC_RELEASE);
   }
+  return s > 0;
+}
+
+/* Runs the innermost cleanup buffer: a longjmp into pthread_cleanup_push's frame, whose handler
+ * calls __pthread_unwind_next, which comes back to unwind. */
+static void __attribute__((noreturn)) run_buffer(struct upt_thread *me, __pthread_unwind_buf_t *buf) {
+  me->cleanup = (__pthread_unwind_buf_t *)buf->__pad[0];
+  upt_siglongjmp(buf->__cancel_jmp_buf, 1);
+}
+
+static void __attribute__((noreturn)) end_thread(struct upt_thread *me) {
   finish(me, me->result);
   ursa_exit(NULL);
+}
+
+static _Unwind_Reason_Code unwind_stop(int version, _Unwind_Action actions, _Unwind_Exception_Class cls,
+                                       struct _Unwind_Exception *exc, struct _Unwind_Context *ctx,
+                                       void *arg) {
+  struct upt_thread *me = arg;
+  __pthread_unwind_buf_t *buf = me->cleanup;
+  (void)version;
+  (void)cls;
+  (void)exc;
+  if (buf && ((actions & _UA_END_OF_STACK) ||
+              (uintptr_t)__atomic_load_n(&get_cfa, __ATOMIC_RELAXED)(ctx) >= (uintptr_t)buf->__pad[1]))
+    run_buffer(me, buf);
+  if (actions & _UA_END_OF_STACK) end_thread(me);
+  return _URC_NO_REASON;
+}
+
+/* A catch block ended the forced unwind without rethrowing it (libstdc++ deletes the exception at
+ * the end of the catch): the thread cannot go on, as with glibc. */
+static void unwind_not_rethrown(_Unwind_Reason_Code reason, struct _Unwind_Exception *exc) {
+  (void)reason;
+  (void)exc;
+  fprintf(stderr, "ursa-pthread: a catch block ended the unwinding of a cancelled or exiting thread "
+                  "without rethrowing it (abi::__forced_unwind must be rethrown); aborting\n");
+  abort();
+}
+
+/* Unwinds the thread (above), then ends it.  Never returns. */
+static void __attribute__((noreturn)) unwind(struct upt_thread *me) {
+  if (unwinder()) {
+    memset(&me->exc, 0, sizeof me->exc);
+    me->exc.exception_class = 0x5552534150544852ull;   /* "URSAPTHR" (libstdc++ sets its own) */
+    me->exc.exception_cleanup = unwind_not_rethrown;
+    (void)__atomic_load_n(&forced_unwind, __ATOMIC_RELAXED)(&me->exc, unwind_stop, me);
+    /* returned: the unwinder could not go on (a frame it cannot read): buffers by longjmp */
+  }
+  if (me->cleanup) run_buffer(me, me->cleanup);
+  end_thread(me);
 }
 
 static void __attribute__((noreturn)) exit_with(struct upt_thread *me, void *value) {
@@ -392,6 +486,7 @@ UPT_EXPORT void __pthread_register_cancel(__pthread_unwind_buf_t *buf) {
   UPT_ENTER(me);
   if (me == NULL) { REAL(__pthread_register_cancel)(buf); return; }
   buf->__pad[0] = me->cleanup;
+  buf->__pad[1] = __builtin_dwarf_cfa();        /* the pushing frame's stack pointer (unwind_stop) */
   me->cleanup = buf;
 }
 

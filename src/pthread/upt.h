@@ -37,6 +37,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <time.h>
+#include <unwind.h>
 
 #define UPT_EXPORT __attribute__((visibility("default")))
 #define upt_unlikely(x) __builtin_expect(!!(x), 0)
@@ -162,7 +163,10 @@ struct upt_thread {
   int cancel_state;              /* PTHREAD_CANCEL_ENABLE / DISABLE (own thread only)         */
   int cancel_type;               /* stored; asynchronous runs as deferred                    */
   int adopted;                   /* an ursa thread not made by pthread_create (main too)     */
-  __pthread_unwind_buf_t *cleanup;   /* innermost pthread_cleanup_push buffer                */
+  __pthread_unwind_buf_t *cleanup;   /* innermost pthread_cleanup_push buffer (C macros; its
+                                        __pad[0]: the next one, __pad[1]: the pushing frame's
+                                        stack pointer, which the forced unwind compares)     */
+  struct _Unwind_Exception exc;  /* the forced unwind of cancellation and pthread_exit       */
   struct upt_kv *kv[UPT_KEY_BLOCKS]; /* key values, a block allocated at its first use       */
   size_t stacksize, guardsize;
   void *stackaddr;               /* as given by pthread_attr_setstack (not used: see boot.c)  */
@@ -247,6 +251,14 @@ int upt_errno(int e);
 /* Mutex operations for the condition variables (sync.c). */
 int upt_mutex_lock_internal(struct upt_thread *me, pthread_mutex_t *pm, unsigned *depth);
 int upt_mutex_unlock_internal(struct upt_thread *me, pthread_mutex_t *pm, unsigned *depth);
+
+/* The child of a fork at 1 VP (boot.c's fork handler): every thread but the one that forked is
+ * gone (ursa__forget_others).  upt_forked is set there, and from then on a solo waker asks ursa
+ * whether a waiter's thread can still be woken (a gone one cannot: the wake goes to the next
+ * waiter).  upt_forget_records marks every record but me's as no longer in use (a stale
+ * pthread_t: ESRCH), without reusing them. */
+extern int upt_forked;
+void upt_forget_records(struct upt_thread *me);
 
 /* boot.c sets upt_booted once ursa_init succeeded and thread.c's upt_boot_threads ran. */
 extern int upt_booted;

@@ -87,6 +87,7 @@ static void print_thread(FILE *f, const struct ursa__thread *t) {
   case URSA__RUNNING: fprintf(f, "running on VP %u\n", t->vp ? t->vp->index : 0u); return;
   case URSA__READY:   fprintf(f, "ready\n"); return;
   case URSA__ZOMBIE:  fprintf(f, "finished, not yet joined\n"); return;
+  case URSA__GONE:    fprintf(f, "gone (the child of a fork kept only the thread that forked)\n"); return;
   default: break;
   }
   print_wait(f, t);

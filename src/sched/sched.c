@@ -343,7 +343,7 @@ bool ursa__park_claim(ursa_thread_t h, bool timed) {
 }
 
 void ursa__unpark_thread(struct ursa__thread *t, int res) {
-  URSA_ASSERT(t != NULL && ursa__get_state(t) == URSA__BLOCKED);
+  URSA_ASSERT(t != NULL && ursa__get_state(t) == URSA__BLOCKED);   /* (never a GONE one: forget.c) */
   ursa__wake_thread(t, res);
 }
 

@@ -487,6 +487,8 @@ URSA_HIDDEN extern struct ursa__explore_hooks ursa__explore_hooks;
 struct ursa__io_hooks {
   void (*wait)(struct ursa__vp *vp, uint64_t deadline);
   void (*kick)(struct ursa__vp *vp);
+  void (*forget)(struct ursa__vp *vp);   /* ursa__forget_others (forget.c): drop every wait of
+                                            the threads other than the running one            */
 };
 URSA_HIDDEN extern struct ursa__io_hooks ursa__io_hooks;
 /* Whether vp has threads ready to run besides the running one (its run queue; with several VPs

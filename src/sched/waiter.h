@@ -88,6 +88,11 @@ URSA__WAITER_API void  ursa__layer_set(void *record);
  * src/dist/, backs off only when it has nothing else to let run).  False outside an ursa thread. */
 URSA__WAITER_API bool ursa__vp_others_ready(void);
 
+/* ---- the child of a fork ---------------------------------------------------------------------------
+ * One VP: every thread but the caller never runs again (src/sched/forget.c states the contract).
+ * The number of threads forgotten, -EPERM outside an ursa thread, -EINVAL with several VPs. */
+URSA__WAITER_API int ursa__forget_others(void);
+
 /* ---- the reports ---------------------------------------------------------------------------------- */
 /* A waitable kind, as the reports print it: "what" names the wait ("ursa_mutex_lock on mutex");
  * owner, when set, gives the thread that holds obj (the wait-for graph's edge). */
