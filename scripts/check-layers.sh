@@ -44,6 +44,18 @@ set -- "${objs[@]}"
 declare -A RANK
 for i in "${!LAYERS[@]}"; do RANK[${LAYERS[$i]}]=$i; done
 
+# nm of an object, once per run (the self-test checks the same objects four times): nmc def|undef O
+nm_cache=$(mktemp -d); trap 'rm -rf "$nm_cache"' EXIT
+nmc() {
+  local key
+  key=$(printf '%s' "$2" | cksum | tr ' ' _)
+  if [ ! -f "$nm_cache/$1.$key" ]; then
+    if [ "$1" = def ]; then "$NM" --defined-only -g "$2" > "$nm_cache/$1.$key"
+    else "$NM" -u "$2" > "$nm_cache/$1.$key"; fi
+  fi
+  cat "$nm_cache/$1.$key"
+}
+
 check() {   # check INCLUDE-DIR OBJECT...: prints each violation, returns 1 if any
   local inc=$1; shift
   local bad=0 o f s r d u n=0 api
@@ -58,7 +70,7 @@ check() {   # check INCLUDE-DIR OBJECT...: prints each violation, returns 1 if a
     if [ -z "${RANK[$f]:-}" ]; then echo "layering: src/$f/ is not a layer (add it to LAYERS in $0 and to docs/ARCHITECTURE.md)"; bad=1; fi
     # ursa's own names only: src/pthread/ defines the POSIX names (pthread_create, ...) that the
     # lower layers call and that resolve to glibc's in every program not run through ursa-run
-    while read -r s; do def[$s]=$f; done < <("$NM" --defined-only -g "$o" | awk 'NF == 3 && $3 ~ /^ursa/ { print $3 }')
+    while read -r s; do def[$s]=$f; done < <(nmc def "$o" | awk 'NF == 3 && $3 ~ /^ursa/ { print $3 }')
   done
   if [ "$n" -lt 5 ]; then echo "layering: only $n objects of src/ given: nothing was checked"; return 1; fi
   for o in "$@"; do
@@ -78,7 +90,7 @@ check() {   # check INCLUDE-DIR OBJECT...: prints each violation, returns 1 if a
       if [ "${RANK[$d]:-0}" -gt "$r" ]; then
         echo "layering: src/$f/${o##*/} references $s, defined in src/$d/ (a higher layer)"; bad=1
       fi
-    done < <("$NM" -u "$o" | awk '{ print $NF }')
+    done < <(nmc undef "$o" | awk '{ print $NF }')
   done
   for u in $(grep -ohE '\bursa__[A-Za-z0-9_]+' "$inc"/ursa.h "$inc"/ursa/*.h | sort -u); do
     case " $(echo $PUBLIC_INTERNALS) " in
@@ -99,7 +111,7 @@ fi
 
 # --self-test: the real objects must pass; an object of src/core/ that calls ursa_sem_post (sync)
 # must fail; a header that names a new ursa__ identifier must fail.
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); trap 'rm -rf "$tmp" "$nm_cache"' EXIT
 fails=0
 check "$root/include" "$@" >/dev/null || { echo "self-test: the real objects do not pass"; fails=1; }
 mkdir -p "$tmp/src/core" "$tmp/include/ursa"
