@@ -107,6 +107,7 @@ void upt_sig_pend_sem(struct upt_sem *s) {
     /* acq_rel: pairs with the dispatcher's exchange, which then sees the deferred count */
     if (__atomic_load_n(&pending[i], __ATOMIC_RELAXED) == NULL &&
         __atomic_compare_exchange_n(&pending[i], &e, s, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+      __atomic_store_n(&upt_sig_work_flag, 1, __ATOMIC_RELEASE);
       bell();
       return;
     }
@@ -181,11 +182,28 @@ static void trampoline(int sig, siginfo_t *si, void *uc) {
  * (upt_sig_interrupt_one, thread.c), else here. */
 static void deliver_arrived(int sig) {
   if (upt_sig_interrupt_one(sig)) return;
-  if (upt_sig_main_blocks(sig)) {               /* pending for the process until an unblock */
+  if (!upt_sig_someone_takes(sig)) {            /* pending for the process until an unblock */
     __atomic_or_fetch(&proc_pending, bit(sig), __ATOMIC_ACQ_REL);
     return;
   }
-  run_handler(sig, NULL, NULL);                 /* no thread waits: the dispatcher runs it */
+  run_handler(sig, NULL, NULL);                 /* no thread waits: the dispatcher stands in */
+}
+
+/* The deferred posts: by the dispatcher, and by any thread at the layer's calls that post, wait
+ * or yield (upt_sig_poll), so that a VP whose running thread never blocks (the dispatcher may
+ * wait behind it) does not hold the posts back. */
+int upt_sig_work_flag;
+
+void upt_sig_work(void) {
+  unsigned i;
+  /* acq_rel: pairs with the handlers' release store of the flag after their slot or bit */
+  if (!__atomic_exchange_n(&upt_sig_work_flag, 0, __ATOMIC_ACQ_REL)) return;
+  for (i = 0; i < UPT_SIG_SLOTS; i++) {
+      struct upt_sem *s;
+      if (__atomic_load_n(&pending[i], __ATOMIC_RELAXED) == NULL) continue;
+      s = __atomic_exchange_n(&pending[i], NULL, __ATOMIC_ACQ_REL);
+      if (s) upt_sem_flush(s);
+  }
 }
 
 static void *dispatcher(void *arg) {
@@ -195,16 +213,10 @@ static void *dispatcher(void *arg) {
   __atomic_store_n(&disp_state, 2, __ATOMIC_RELEASE);
   for (;;) {
     uint64_t v, a;
-    unsigned i;
     (void)ursa_read(efd, &v, sizeof v);
-    for (i = 0; i < UPT_SIG_SLOTS; i++) {
-      struct upt_sem *s;
-      if (__atomic_load_n(&pending[i], __ATOMIC_RELAXED) == NULL) continue;
-      s = __atomic_exchange_n(&pending[i], NULL, __ATOMIC_ACQ_REL);
-      if (s) upt_sem_flush(s);
-    }
+    upt_sig_work();
     a = __atomic_exchange_n(&arrived, 0, __ATOMIC_ACQ_REL);
-    while (a) {
+    while (a) {                                 /* signals that came while no thread ran */
       int sig = __builtin_ctzll(a) + 1;
       a &= a - 1;
       deliver_arrived(sig);

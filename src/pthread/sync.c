@@ -201,6 +201,7 @@ static __attribute__((noinline)) int mutex_lock_general(pthread_mutex_t *pm, voi
   struct upt_thread *me = upt_from_ursa(ra) ? NULL : upt_self();
   int type;
   if (me == NULL) return REAL(pthread_mutex_lock)(pm);
+  upt_sig_poll();
   UPT_POINT();                                  /* exploration: a scheduling point */
   if ((type = mutex_type(m)) < 0) return EINVAL;
   return mutex_lock(me, m, type, 0, CLOCK_REALTIME, NULL);
@@ -252,6 +253,7 @@ static __attribute__((noinline)) int mutex_unlock_general(pthread_mutex_t *pm, v
   struct upt_thread *me = upt_from_ursa(ra) ? NULL : upt_self();
   int type;
   if (me == NULL) return REAL(pthread_mutex_unlock)(pm);
+  upt_sig_poll();
   UPT_POINT();                                  /* exploration: a scheduling point */
   if ((type = mutex_type(m)) < 0) return EINVAL;
   return mutex_unlock(me, m, type);
@@ -396,6 +398,7 @@ static int cond_wake(struct upt_cond *c, int all) {
 UPT_EXPORT int pthread_cond_signal(pthread_cond_t *pc) {
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_cond_signal)(pc);
+  upt_sig_poll();
   UPT_POINT();                                  /* exploration: a scheduling point */
   return cond_wake((struct upt_cond *)pc, 0);
 }
@@ -403,6 +406,7 @@ UPT_EXPORT int pthread_cond_signal(pthread_cond_t *pc) {
 UPT_EXPORT int pthread_cond_broadcast(pthread_cond_t *pc) {
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_cond_broadcast)(pc);
+  upt_sig_poll();
   UPT_POINT();                                  /* exploration: a scheduling point */
   return cond_wake((struct upt_cond *)pc, 1);
 }
@@ -777,6 +781,7 @@ static int sem_block(struct upt_thread *me, struct upt_sem *s, int mode, int clo
                      const struct timespec *abs) {
   struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok, UPT_INTR_EINTR, 0 };
   int st, e;
+  upt_sig_poll();
   if (sem_take(s)) return 0;
   if (mode == 2 && (e = upt_check_deadline(clock, abs)) != 0) return upt_errno(e);
   if (upt_solo) return sem_block_solo(me, s, clock, mode == 2 ? abs : NULL);
@@ -875,6 +880,7 @@ UPT_EXPORT int sem_post(sem_t *ps) {
     return mine < 0 ? upt_errno(EINVAL) : sem_post_deferred(s);
   UPT_ENTER(me);
   if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_post)(ps);
+  upt_sig_poll();
   UPT_POINT();                                  /* exploration: a scheduling point */
   if (mine < 0) return upt_errno(EINVAL);
   return sem_post_now(s);

@@ -318,8 +318,21 @@ static int in_eintr_wait(const struct upt_thread *t) {
   return (upt_solo && t->cur_sem) || (t->cur_wait && t->cur_wait->intr == UPT_INTR_EINTR);
 }
 
-int upt_sig_main_blocks(int sig) {
-  return (main_record.sig_mask >> (sig - 1)) & 1;
+int upt_sig_someone_takes(int sig) {
+  uint64_t b = (uint64_t)1 << (sig - 1);
+  struct upt_chunk *c;
+  int i;
+  if (!main_record.finished && !(main_record.sig_mask & b)) return 1;
+  upt_spin_lock(&free_lock);
+  c = chunks;
+  upt_spin_unlock(&free_lock);
+  for (; c; c = c->next)
+    for (i = 0; i < UPT_CHUNK; i++)
+      if (__atomic_load_n(&c->rec[i].magic, __ATOMIC_ACQUIRE) == UPT_MAGIC &&
+          !__atomic_load_n(&c->rec[i].finished, __ATOMIC_RELAXED) &&
+          !(__atomic_load_n(&c->rec[i].sig_mask, __ATOMIC_RELAXED) & b))
+        return 1;
+  return 0;
 }
 
 int upt_sig_interrupt_one(int sig) {
@@ -855,6 +868,7 @@ UPT_EXPORT int pthread_kill(pthread_t th, int sig) {
 UPT_EXPORT int sched_yield(void) {
   UPT_ENTER(me);
   if (me == NULL) return REAL(sched_yield)();
+  upt_sig_poll();
   (void)ursa_yield();
   if (upt_sig_ready(me)) upt_sig_deliver(me);
   return 0;
@@ -865,7 +879,9 @@ UPT_EXPORT int sched_yield(void) {
 static int sleep_until(struct upt_thread *me, int clock, const struct timespec *abs,
                        struct timespec *rem) {
   struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok, UPT_INTR_EINTR, 0 };
-  int st = upt_park(me, &w, clock, abs, 1);
+  int st;
+  upt_sig_poll();
+  st = upt_park(me, &w, clock, abs, 1);
   if (st == UPT_W_CANCELED) upt_cancel_now(me);
   if (st != UPT_W_INTR) return 0;
   if (rem) {

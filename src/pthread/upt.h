@@ -287,7 +287,14 @@ int upt_sig_interrupt(struct upt_thread *t);
  * longest waiting; not a thread that blocks sig), marking sig pending there: 1 when it did. */
 int upt_sig_interrupt_one(int sig);
 int upt_sig_handled(int sig);
-int upt_sig_main_blocks(int sig);
+/* Deferred posts or undelivered signals wait (set by handlers; atomic). */
+extern int upt_sig_work_flag;
+void upt_sig_work(void);
+static inline void upt_sig_poll(void) {
+  if (upt_unlikely(__atomic_load_n(&upt_sig_work_flag, __ATOMIC_RELAXED))) upt_sig_work();
+}
+/* Whether some live thread does not block sig. */
+int upt_sig_someone_takes(int sig);
 int upt_sig_self(struct upt_thread *me, int sig);
 int upt_sig_kill(struct upt_thread *me, struct upt_thread *t, int sig);
 /* A semaphore with posts deferred by handlers (sync.c): queued for the dispatcher, and flushed. */
