@@ -22,20 +22,24 @@
  *     EINTR.  With no such thread the dispatcher runs the handler itself.
  *   A handler with SA_RESETHAND always runs at once (the kernel has reset the action already).
  *
- * Deferred posts.  sem_post inside a handler (sync.c: upt_sem_post_deferred) adds the unit to the
+ * Deferred posts.  sem_post inside a handler (sync.c: sem_post_deferred) adds the unit to the
  * semaphore's `deferred` count (an atomic that sem_trywait and sem_wait take from as from the
- * value), and, when that count was 0, puts the semaphore in a free slot of `pending` (a fixed
- * array of atomic pointers: compare-and-swap from NULL) and wakes the dispatcher, which posts the
- * units in normal context (waking waiters through ursa).  Should every slot be taken, the post
- * waits on the slot array's next scan: the unit is counted, and the dispatcher scans the
- * semaphores it knows... (it cannot: see upt_sig_overflow) - so the slot array is large (1024) and
- * an overflow is counted and said once on stderr.
+ * value; sem_getvalue counts it), and, when that count was 0, puts the semaphore in a free slot
+ * of `pending` (1024 atomic pointers: compare-and-swap from NULL) and wakes the dispatcher, which
+ * posts the units in normal context (waking waiters through ursa).  Any thread's next post, wait,
+ * yield, condition signal or general mutex call flushes them too (upt_sig_poll), so that a VP
+ * whose running thread never blocks does not hold them back behind it.  Should all 1024 slots be
+ * taken at once, the unit stays counted (a wait takes it) but its waiter is woken only when the
+ * semaphore is posted again: said once on stderr.
  *
  * The dispatcher.  An ursa thread of the layer, made at the first handler that an ursa thread
  * installs, detached, a daemon (ursa__daemon: it never keeps the process alive).  It waits in
  * ursa_read on the eventfd, which puts its VP's idle wait in the I/O engine, where the handler's
  * write wakes it.  Consequence: while it exists, a process whose threads all wait is not
- * reported as a deadlock under URSA_DEADLOCK=exit (a signal could still end the wait).
+ * reported as a deadlock under URSA_DEADLOCK=exit (a signal could still end the wait).  A
+ * process signal no waiting thread takes (every thread runs, or waits where a signal does not
+ * end the wait) runs its handler on the dispatcher, standing in for a thread that does not block
+ * it; when every thread blocks it, it stays pending for the process until one unblocks it.
  *
  * pthread_kill(t, sig) with a handler of the program: to the caller, the signal is raised on its
  * kernel thread (the trampoline runs the handler at once); to another thread, sig is marked
