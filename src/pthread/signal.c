@@ -410,11 +410,14 @@ int upt_sig_handled(int sig) {
 /* pthread_kill(me, sig) and raise(sig) from an ursa thread: pending while me blocks sig, else
  * raised on its kernel thread (the trampoline runs the handler at once). */
 int upt_sig_self(struct upt_thread *me, int sig) {
+  int e;
   if (me->sig_mask & bit(sig)) {
     __atomic_or_fetch(&me->sig_pending, bit(sig), __ATOMIC_ACQ_REL);
     return 0;
   }
-  return REAL(pthread_kill)(REAL(pthread_self)(), sig);
+  e = REAL(pthread_kill)(REAL(pthread_self)(), sig);
+  upt_sig_poll();                               /* the posts its handler deferred */
+  return e;
 }
 
 UPT_EXPORT int raise(int sig) {
