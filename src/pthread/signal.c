@@ -167,8 +167,10 @@ static void trampoline(int sig, siginfo_t *si, void *uc) {
     upt_sig_depth++;
     if (fn) fn(sig, si, uc);
     upt_sig_depth--;
-  } else if (t != NULL && !(t->sig_mask & bit(sig))) {
-    upt_sig_depth++;                            /* the interrupted thread got it */
+  } else if ((t != NULL && !(t->sig_mask & bit(sig))) || __atomic_load_n(&efd, __ATOMIC_RELAXED) < 0) {
+    /* the interrupted thread got it (or there is no dispatcher: the first handler was installed
+     * by a kernel thread that ursa did not make, or its eventfd could not be had) */
+    upt_sig_depth++;
     run_handler(sig, si, uc);
     upt_sig_depth--;
   } else if (t != NULL && si != NULL && si->si_code == SI_TKILL && si->si_pid == getpid()) {
