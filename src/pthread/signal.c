@@ -47,8 +47,9 @@
  * (sleeps, semaphore waits, condition waits, rwlock waits), the wait is ended as pthread_cancel
  * ends it (cur_wait / cur_sem): t runs its pending handlers in its wait function, then a sleep or
  * a semaphore wait returns EINTR, a condition wait returns 0 (a spurious wake-up), an rwlock wait
- * waits again.  A t that runs or is ready runs its pending handlers at its next sleep, wait,
- * sched_yield or pthread_sigmask.  Without a handler (SIG_DFL, SIG_IGN) the signal goes to the
+ * waits again.  A t that runs, is ready or waits in a mutex runs its pending handlers at its
+ * next sleep, wait, sched_yield or pthread_sigmask; for a t in a barrier or join wait the
+ * dispatcher runs the handler, as for a process signal.  Without a handler (SIG_DFL, SIG_IGN) the signal goes to the
  * process as before.
  *
  * Masks.  Each record keeps its own mask (sig_mask, 64 bits: signals 1..64); pthread_create gives
@@ -84,6 +85,8 @@ static uint32_t acts_lock;       /* sigaction against sigaction (never taken by 
 
 static int efd = -1;             /* the dispatcher's eventfd; written once before any handler   */
 static uint64_t arrived;         /* atomic: signals (bit sig-1) for the dispatcher to deliver     */
+static uint64_t standin;         /* atomic: pthread_kill signals the dispatcher runs for their
+                                    target (which could not take them in its wait)             */
 static uint64_t proc_pending;    /* atomic: signals pending for the process: every thread that
                                     could take them blocks them (delivered at an unblock)      */
 static int disp_state;           /* atomic: 0 none, 1 being made, 2 running                       */
@@ -221,6 +224,12 @@ static void *dispatcher(void *arg) {
     uint64_t v, a;
     (void)ursa_read(efd, &v, sizeof v);
     upt_sig_work();
+    a = __atomic_exchange_n(&standin, 0, __ATOMIC_ACQ_REL);
+    while (a) {
+      int sig = __builtin_ctzll(a) + 1;
+      a &= a - 1;
+      run_handler(sig, NULL, NULL);
+    }
     a = __atomic_exchange_n(&arrived, 0, __ATOMIC_ACQ_REL);
     while (a) {                                 /* signals that came while no thread ran */
       int sig = __builtin_ctzll(a) + 1;
@@ -432,9 +441,18 @@ UPT_EXPORT int raise(int sig) {
 
 /* pthread_kill(t, sig) from me to another thread t, sig handled by the program. */
 int upt_sig_kill(struct upt_thread *me, struct upt_thread *t, int sig) {
+  int r;
   (void)me;
-  __atomic_or_fetch(&t->sig_pending, bit(sig), __ATOMIC_ACQ_REL);
+  /* seq_cst: pairs with upt_park's load after it registered its wait */
+  __atomic_or_fetch(&t->sig_pending, bit(sig), __ATOMIC_SEQ_CST);
   if (t->sig_mask & bit(sig)) return 0;         /* pending until t unblocks it */
-  (void)upt_sig_interrupt(t);
+  if ((r = upt_sig_interrupt(t)) >= 0) return 0;   /* 1: t runs the handler in its wait; 0: t
+                                                     runs or is ready: at its next wait or call */
+  /* t waits where a signal does not end the wait (a barrier, a join): the dispatcher runs the
+   * handler for it (unless t took the signal meanwhile) */
+  if (__atomic_fetch_and(&t->sig_pending, ~bit(sig), __ATOMIC_SEQ_CST) & bit(sig)) {
+    __atomic_or_fetch(&standin, bit(sig), __ATOMIC_ACQ_REL);
+    bell();
+  }
   return 0;
 }

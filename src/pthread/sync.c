@@ -751,7 +751,7 @@ static int sem_block_solo(struct upt_thread *me, struct upt_sem *s, int clock,
                           const struct timespec *abs) {
   int rc, cancellable = me->cancel_state == PTHREAD_CANCEL_ENABLE;
   if (cancellable && me->cancel_pending) upt_cancel_now(me);
-  if (upt_sig_ready(me)) { upt_sig_deliver(me); return upt_errno(EINTR); }
+  if (upt_sig_ready(me)) upt_sig_deliver(me);   /* came before the wait: does not end it */
   if (cancellable || upt_sig_on) {
     me->cur_sem = s;
     if (upt_sig_on) me->wait_seq = ++upt_sig_seq;   /* (solo: the dispatcher runs on this VP) */

@@ -248,10 +248,10 @@ int upt_park(struct upt_thread *me, struct upt_waiter *w, int clock, const struc
              int cancellable) {
   int st, rc, registered = 0;
   w->cancel = cancellable && me->cancel_state == PTHREAD_CANCEL_ENABLE;
-  if (w->intr && upt_sig_ready(me)) {           /* a signal came for it before the wait */
-    if (cas_state(w, UPT_W_INTR)) { st = UPT_W_INTR; goto out; }
-  }
-  if (w->cancel || (w->intr && __atomic_load_n(&upt_sig_on, __ATOMIC_RELAXED))) {
+  /* Signals that came for it before the wait are handled before it (as the kernel would have
+   * run their handlers before the call): they do not end the wait. */
+  if (upt_sig_ready(me)) upt_sig_deliver(me);
+  if (w->cancel || __atomic_load_n(&upt_sig_on, __ATOMIC_RELAXED)) {   /* (signals: every wait) */
     upt_spin_lock(&me->lock);
     me->cur_wait = w;
     if (w->intr) me->wait_seq = __atomic_add_fetch(&upt_sig_seq, 1, __ATOMIC_RELAXED);
@@ -297,6 +297,9 @@ out:
 int upt_sig_interrupt(struct upt_thread *t) {
   int done = 0;
   upt_spin_lock(&t->lock);
+  if (t->cur_wait && !t->cur_wait->intr) {
+    done = -1;                                  /* a wait a signal does not end */
+  } else
   if (upt_solo) {
     if (t->cur_sem && upt_sem_unpark(t, -EINTR)) {
       done = 1;
@@ -365,7 +368,7 @@ int upt_sig_interrupt_one(int sig) {
     if (best == NULL) return 0;
     /* seq_cst: pairs with upt_park's load after it registered its wait */
     if (__atomic_fetch_or(&best->sig_pending, b, __ATOMIC_SEQ_CST) & b) return 1;   /* merged */
-    if (!upt_sig_interrupt(best)) {
+    if (upt_sig_interrupt(best) <= 0) {
       /* its wait ended meanwhile (woken, timed out): take the signal back and look again, so
        * that it is not left pending in a thread that may never wait again */
       if (__atomic_fetch_and(&best->sig_pending, ~b, __ATOMIC_SEQ_CST) & b) continue;
