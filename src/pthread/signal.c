@@ -446,10 +446,12 @@ int upt_sig_kill(struct upt_thread *me, struct upt_thread *t, int sig) {
   /* seq_cst: pairs with upt_park's load after it registered its wait */
   __atomic_or_fetch(&t->sig_pending, bit(sig), __ATOMIC_SEQ_CST);
   if (t->sig_mask & bit(sig)) return 0;         /* pending until t unblocks it */
-  if ((r = upt_sig_interrupt(t)) >= 0) return 0;   /* 1: t runs the handler in its wait; 0: t
-                                                     runs or is ready: at its next wait or call */
-  /* t waits where a signal does not end the wait (a barrier, a join): the dispatcher runs the
-   * handler for it (unless t took the signal meanwhile) */
+  r = upt_sig_interrupt(t);
+  if (r > 0) return 0;                          /* t runs the handler in its wait */
+  if (r == 0 && !ursa__thread_blocked(t->tok)) return 0;   /* runs or is ready: at its next
+                                                              wait or call */
+  /* t waits where a signal does not end the wait (a mutex, a barrier, a join): the dispatcher
+   * runs the handler for it (unless t took the signal meanwhile) */
   if (__atomic_fetch_and(&t->sig_pending, ~bit(sig), __ATOMIC_SEQ_CST) & bit(sig)) {
     __atomic_or_fetch(&standin, bit(sig), __ATOMIC_ACQ_REL);
     bell();

@@ -439,6 +439,10 @@ struct ursa__thread *ursa__vp_running(void) {
   return ursa__get_state(t) == URSA__RUNNING ? t : NULL;
 }
 
+bool ursa__thread_blocked(const struct ursa__thread *t) {
+  return t != NULL && ursa__get_state(t) == URSA__BLOCKED;
+}
+
 /* Whether only daemons are left (main has called ursa_exit): live is what is left after a finish. */
 static bool only_daemons(int64_t live) {
   int64_t d = __atomic_load_n(&ursa__g.daemons, __ATOMIC_ACQUIRE);
@@ -449,6 +453,8 @@ void ursa__daemon(void) {
   struct ursa__vp *vp = ursa__tls_vp;
   int64_t live;
   URSA_ASSERT(vp != NULL);
+  if (vp->cur->daemon) return;
+  vp->cur->daemon = 1;
   __atomic_add_fetch(&ursa__g.daemons, 1, __ATOMIC_ACQ_REL);
   live = vp->mode == URSA__SMPMODE ? __atomic_load_n(&ursa__g.live, __ATOMIC_ACQUIRE) : vp->nthreads;
   if (only_daemons(live)) { fflush(NULL); exit(0); }   /* (main is no daemon: it has exited) */
@@ -478,6 +484,10 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
     vp = URSA__VP_AFTER_SWITCH();                                  /* destructors may have switched */
   }
   if (cur->region) ursa__region_leave(cur->region);
+  if (ursa_unlikely(cur->daemon)) {                          /* a daemon that finishes after all */
+    cur->daemon = 0;
+    __atomic_sub_fetch(&ursa__g.daemons, 1, __ATOMIC_ACQ_REL);
+  }
   if (vp->mode == URSA__SMPMODE) ursa__smp_finish(vp, cur, result);             /* never returns */
   cur->result = result;
   ursa__set_state(cur, URSA__ZOMBIE);

@@ -96,10 +96,14 @@ URSA__WAITER_API bool ursa__vp_others_ready(void);
  * returns. */
 URSA__WAITER_API struct ursa__thread *ursa__vp_running(void);
 
+/* Whether t (a descriptor from ursa__self_thread, still live) is blocked in a wait now: a relaxed
+ * snapshot of its state, for a layer that tells a waiting thread from a running or ready one. */
+URSA__WAITER_API bool ursa__thread_blocked(const struct ursa__thread *t);
+
 /* The calling ursa thread stops keeping the process alive: once main has called ursa_exit and
  * every other thread that is not such a daemon has finished, the process exits with status 0,
- * though the daemons still wait (a layer's service thread: the POSIX layer's signal dispatcher,
- * which waits for good).  A daemon must never finish.  From the thread itself, once. */
+ * though the daemons still wait (a service thread: the POSIX layer's signal dispatcher, the I/O
+ * engine's poller).  A daemon that finishes stops counting as one.  From the thread itself. */
 URSA__WAITER_API void ursa__daemon(void);
 
 /* ---- the reports ---------------------------------------------------------------------------------- */
