@@ -178,9 +178,11 @@ static void trampoline(int sig, siginfo_t *si, void *uc) {
     upt_sig_depth--;
   } else if (t != NULL && si != NULL && si->si_code == SI_TKILL && si->si_pid == getpid()) {
     __atomic_or_fetch(&t->sig_pending, bit(sig), __ATOMIC_ACQ_REL);   /* its own, blocked */
-  } else {
+  } else if (upt_sig_someone_takes(sig)) {      /* (lock-free) some thread could take it now */
     __atomic_or_fetch(&arrived, bit(sig), __ATOMIC_ACQ_REL);   /* the dispatcher picks a thread */
     bell();
+  } else {
+    __atomic_or_fetch(&proc_pending, bit(sig), __ATOMIC_ACQ_REL);   /* until a thread unblocks it */
   }
   errno = saved;
 }
@@ -191,11 +193,8 @@ static void trampoline(int sig, siginfo_t *si, void *uc) {
  * (upt_sig_interrupt_one, thread.c), else here. */
 static void deliver_arrived(int sig) {
   if (upt_sig_interrupt_one(sig)) return;
-  if (!upt_sig_someone_takes(sig)) {            /* pending for the process until an unblock */
-    __atomic_or_fetch(&proc_pending, bit(sig), __ATOMIC_ACQ_REL);
-    return;
-  }
-  run_handler(sig, NULL, NULL);                 /* no thread waits: the dispatcher stands in */
+  run_handler(sig, NULL, NULL);   /* no thread waits: the dispatcher stands in (for a thread that
+                                     did not block it when it arrived: the trampoline checked) */
 }
 
 /* The deferred posts: by the dispatcher, and by any thread at the layer's calls that post, wait

@@ -76,7 +76,7 @@ static struct upt_thread *record_new(void) {
     }
     upt_spin_lock(&free_lock);
     c->next = chunks;
-    chunks = c;
+    __atomic_store_n(&chunks, c, __ATOMIC_RELEASE);   /* read without the lock: signal.c */
     for (i = UPT_CHUNK - 1; i >= 1; i--) {
       c->rec[i].free_next = free_list;
       free_list = &c->rec[i];
@@ -321,15 +321,15 @@ static int in_eintr_wait(const struct upt_thread *t) {
   return (upt_solo && t->cur_sem) || (t->cur_wait && t->cur_wait->intr == UPT_INTR_EINTR);
 }
 
+/* Lock-free (the trampoline calls it): chunks are only prepended (release) and never freed. */
 int upt_sig_someone_takes(int sig) {
   uint64_t b = (uint64_t)1 << (sig - 1);
   struct upt_chunk *c;
   int i;
-  if (!main_record.finished && !(main_record.sig_mask & b)) return 1;
-  upt_spin_lock(&free_lock);
-  c = chunks;
-  upt_spin_unlock(&free_lock);
-  for (; c; c = c->next)
+  if (!__atomic_load_n(&main_record.finished, __ATOMIC_RELAXED) &&
+      !(__atomic_load_n(&main_record.sig_mask, __ATOMIC_RELAXED) & b))
+    return 1;
+  for (c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
     for (i = 0; i < UPT_CHUNK; i++)
       if (__atomic_load_n(&c->rec[i].magic, __ATOMIC_ACQUIRE) == UPT_MAGIC &&
           !__atomic_load_n(&c->rec[i].finished, __ATOMIC_RELAXED) &&
