@@ -440,15 +440,22 @@ UPT_EXPORT int raise(int sig) {
 
 /* pthread_kill(t, sig) from me to another thread t, sig handled by the program. */
 int upt_sig_kill(struct upt_thread *me, struct upt_thread *t, int sig) {
-  int r;
+  int r, i;
   (void)me;
   /* seq_cst: pairs with upt_park's load after it registered its wait */
   __atomic_or_fetch(&t->sig_pending, bit(sig), __ATOMIC_SEQ_CST);
   if (t->sig_mask & bit(sig)) return 0;         /* pending until t unblocks it */
   r = upt_sig_interrupt(t);
+  /* t runs or is ready (or, with several VPs, is on its way into a mutex wait, where its state is
+   * not BLOCKED yet): let it go on a little, a few times, before leaving the signal pending for
+   * its next wait or call */
+  for (i = 0; r == 0 && i < 64 && !ursa__thread_blocked(t->tok); i++) {
+    (void)ursa_yield();
+    if (!(__atomic_load_n(&t->sig_pending, __ATOMIC_SEQ_CST) & bit(sig))) return 0;   /* taken */
+    r = upt_sig_interrupt(t);
+  }
   if (r > 0) return 0;                          /* t runs the handler in its wait */
-  if (r == 0 && !ursa__thread_blocked(t->tok)) return 0;   /* runs or is ready: at its next
-                                                              wait or call */
+  if (r == 0 && !ursa__thread_blocked(t->tok)) return 0;   /* at its next wait or call */
   /* t waits where a signal does not end the wait (a mutex, a barrier, a join): the dispatcher
    * runs the handler for it (unless t took the signal meanwhile) */
   if (__atomic_fetch_and(&t->sig_pending, ~bit(sig), __ATOMIC_SEQ_CST) & bit(sig)) {
