@@ -140,13 +140,10 @@ pthread_cond_broadcast/4-2	cm-1,pcm-2	coop-spin-signals
 pthread_cond_init/4-2	cm-1,pcm-2	coop-spin-signals
 pthread_cond_signal/4-2	cm-1,pcm-2	coop-spin-signals
 pthread_cond_signal/4-2	cp-ts-2	signals-2vp-open
-pthread_cond_timedwait/4-3	pcm-2	coop-spin-signals
 pthread_cond_timedwait/4-3	cp-ts-2	signals-2vp-open
 pthread_create/14-1	*	create-14-open
-pthread_detach/4-3	pcm-2	coop-spin-signals
 pthread_getschedparam/4-1	cm-1,pcm-2	coop-spin-signals
-pthread_join/6-3	pcm-2	coop-spin-signals
-pthread_kill/8-1	cm-1	coop-spin-signals
+pthread_kill/8-1	cm-1,pcm-2	coop-spin-signals
 pthread_kill/8-1	cp-ts-2	signals-2vp-open
 pthread_mutex_lock/3-1	cm-1,pcm-2	coop-spin-signals
 pthread_mutex_trylock/4-3	*	pshared
