@@ -84,6 +84,7 @@ struct ursa__thread {
   uint8_t              in_extra;     /* READY in its VP's overflow list, not in the ring         */
   uint8_t              hog;          /* ran a whole balancing period or a quantum: its next
                                         wake-up may send it back to its idle VP (vp.c, spread) */
+  uint8_t              daemon;       /* ursa__daemon: counted in ursa__g.daemons until it ends */
   uint32_t             pin_depth;    /* ursa_vp_pin nesting                                      */
   uint32_t             preempt_off;  /* ursa_preempt_disable nesting (src/model/preempt.c)       */
   char                *stack_lo;     /* lowest usable byte (above the guard)                    */

@@ -142,6 +142,8 @@ struct ursa__global {
                                         policy not global, no hard-build chaos (vp.c)          */
   struct ursa__vp **vps;             /* vps[i], vps[0] == &vp0                                */
   int64_t  live;                     /* atomic: live threads (SMP)                            */
+  int64_t  daemons;                  /* atomic: threads that called ursa__daemon (counted in live
+                                        or nthreads, but keeping the process alive no longer)  */
   int      sleepers;                 /* atomic: VPs asleep with no timer (vp.c)               */
   int      solo_sleepers;            /* nvps - 1: sleepers when one VP is solo (ursa__solo)    */
   int      idle_vps;                 /* atomic: VPs in their idle context (policy.c balances)  */

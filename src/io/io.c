@@ -644,6 +644,7 @@ static void *poller_main(void *arg) {
   e->poller = ursa_self();
   e->pstate = P_RUNNING;
   ursa__unlock_if(smp, &e->plock);
+  ursa__daemon();                       /* it never keeps the process alive (sched/waiter.h) */
   for (;;) {
     engine_poll(e, UINT64_MAX);
     ursa__lock_if(smp, &e->plock);

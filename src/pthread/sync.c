@@ -201,6 +201,7 @@ static __attribute__((noinline)) int mutex_lock_general(pthread_mutex_t *pm, voi
   struct upt_thread *me = upt_from_ursa(ra) ? NULL : upt_self();
   int type;
   if (me == NULL) return REAL(pthread_mutex_lock)(pm);
+  upt_sig_poll();
   UPT_POINT();                                  /* exploration: a scheduling point */
   if ((type = mutex_type(m)) < 0) return EINVAL;
   return mutex_lock(me, m, type, 0, CLOCK_REALTIME, NULL);
@@ -252,6 +253,7 @@ static __attribute__((noinline)) int mutex_unlock_general(pthread_mutex_t *pm, v
   struct upt_thread *me = upt_from_ursa(ra) ? NULL : upt_self();
   int type;
   if (me == NULL) return REAL(pthread_mutex_unlock)(pm);
+  upt_sig_poll();
   UPT_POINT();                                  /* exploration: a scheduling point */
   if ((type = mutex_type(m)) < 0) return EINVAL;
   return mutex_unlock(me, m, type);
@@ -336,7 +338,8 @@ UPT_EXPORT int pthread_cond_destroy(pthread_cond_t *pc) {
  * cleanup handlers, and consumes no signal. */
 static int cond_wait(struct upt_thread *me, struct upt_cond *c, pthread_mutex_t *pm, int clock,
                      const struct timespec *abs) {
-  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok };
+  /* a signal for the thread ends the wait (its handler runs in upt_park): a spurious wake-up */
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok, UPT_INTR_RUN, 0 };
   unsigned depth;
   int st, e;
   if (c->dead == UPT_DEAD) return EINVAL;
@@ -395,6 +398,7 @@ static int cond_wake(struct upt_cond *c, int all) {
 UPT_EXPORT int pthread_cond_signal(pthread_cond_t *pc) {
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_cond_signal)(pc);
+  upt_sig_poll();
   UPT_POINT();                                  /* exploration: a scheduling point */
   return cond_wake((struct upt_cond *)pc, 0);
 }
@@ -402,6 +406,7 @@ UPT_EXPORT int pthread_cond_signal(pthread_cond_t *pc) {
 UPT_EXPORT int pthread_cond_broadcast(pthread_cond_t *pc) {
   UPT_ENTER(me);
   if (me == NULL) return REAL(pthread_cond_broadcast)(pc);
+  upt_sig_poll();
   UPT_POINT();                                  /* exploration: a scheduling point */
   return cond_wake((struct upt_cond *)pc, 1);
 }
@@ -444,10 +449,12 @@ static void rw_grant(struct upt_rwlock *l) {
 
 static int rw_lock(struct upt_thread *me, struct upt_rwlock *l, int kind, int mode, int clock,
                    const struct timespec *abs) {
-  struct upt_waiter w = { NULL, me, UPT_W_WAITING, kind, 0, me->tok };
-  int e;
+  /* a signal for the thread ends the wait: its handler runs (in upt_park), and it waits again */
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, kind, 0, me->tok, UPT_INTR_RUN, 0 };
+  int e, st;
   if (l->dead == UPT_DEAD) return EINVAL;
   if (mode == 2 && (e = upt_check_deadline(clock, abs)) != 0) return e;
+again:
   upt_spin_lock(&l->spin);
   if (l->writer == me) { upt_spin_unlock(&l->spin); return mode == 1 ? EBUSY : EDEADLK; }
   if (kind == UPT_RW_READ ? l->writer == NULL : (l->writer == NULL && l->readers == 0)) {
@@ -461,12 +468,14 @@ static int rw_lock(struct upt_thread *me, struct upt_rwlock *l, int kind, int mo
     return 0;
   }
   if (mode == 1) { upt_spin_unlock(&l->spin); return EBUSY; }
+  w.state = UPT_W_WAITING;
   upt_q_push(&l->q, &w);
   upt_spin_unlock(&l->spin);
-  if (upt_park(me, &w, clock, mode == 2 ? abs : NULL, 0) == UPT_W_WOKEN) return 0;
+  if ((st = upt_park(me, &w, clock, mode == 2 ? abs : NULL, 0)) == UPT_W_WOKEN) return 0;
   upt_spin_lock(&l->spin);
   upt_q_remove(&l->q, &w);
   upt_spin_unlock(&l->spin);
+  if (st == UPT_W_INTR) goto again;
   return ETIMEDOUT;
 }
 
@@ -578,6 +587,8 @@ UPT_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
   w.kind = 0;
   w.timed = 0;
   w.tok = me->tok;
+  w.intr = UPT_INTR_NO;
+  w.cancel = 0;
   upt_q_push(&b->q, &w);
   upt_spin_unlock(&b->spin);
   (void)upt_park(me, &w, CLOCK_REALTIME, NULL, 0);
@@ -674,7 +685,8 @@ struct upt_sem {                 /* overlays sem_t (glibc's own sem uses the fir
     struct ursa__waitq wq;       /* one VP: ursa's own queue (ursa__park_queued)               */
   };
   uint32_t magic;                /* UPT_SEM_MAGIC while initialized by the layer; UPT_DEAD after */
-  uint32_t spare;
+  uint32_t deferred;             /* atomic: units posted by signal handlers, not yet posted by the
+                                    dispatcher (signal.c); taken by sem_take as the value is   */
 };
 _Static_assert(sizeof(struct upt_sem) <= sizeof(sem_t), "upt_sem fits");
 
@@ -709,10 +721,20 @@ UPT_EXPORT int sem_destroy(sem_t *ps) {
   return 0;
 }
 
+/* Takes one unit a handler posted (deferred), if there is one: the dispatcher then posts one
+ * fewer.  Atomic always: a handler adds to it on any kernel thread. */
+static int sem_take_deferred(struct upt_sem *s) {
+  uint32_t v = __atomic_load_n(&s->deferred, __ATOMIC_RELAXED);
+  while (v > 0)   /* acquire: pairs with the handler's release */
+    if (__atomic_compare_exchange_n(&s->deferred, &v, v - 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      return 1;
+  return 0;
+}
+
 static int sem_take(struct upt_sem *s) {
   uint32_t v;
   if (upt_solo) {                               /* nothing runs in parallel (upt.h, "solo") */
-    if (s->value == 0) return 0;
+    if (s->value == 0) return upt_unlikely(s->deferred != 0) && sem_take_deferred(s);
     s->value--;
     return 1;
   }
@@ -720,7 +742,7 @@ static int sem_take(struct upt_sem *s) {
   while (v > 0)
     if (__atomic_compare_exchange_n(&s->value, &v, v - 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
       return 1;
-  return 0;
+  return upt_unlikely(__atomic_load_n(&s->deferred, __ATOMIC_RELAXED) != 0) && sem_take_deferred(s);
 }
 
 /* Solo: the calling thread waits in ursa's queue of s (a post hands it the unit: 0), until its
@@ -728,28 +750,38 @@ static int sem_take(struct upt_sem *s) {
 static int sem_block_solo(struct upt_thread *me, struct upt_sem *s, int clock,
                           const struct timespec *abs) {
   int rc, cancellable = me->cancel_state == PTHREAD_CANCEL_ENABLE;
-  if (cancellable) {
-    if (me->cancel_pending) upt_cancel_now(me);
+  if (cancellable && me->cancel_pending) upt_cancel_now(me);
+  if (upt_sig_ready(me)) upt_sig_deliver(me);   /* came before the wait: does not end it */
+  if (cancellable || upt_sig_on) {
     me->cur_sem = s;
+    if (upt_sig_on) me->wait_seq = ++upt_sig_seq;   /* (solo: the dispatcher runs on this VP) */
   }
   rc = ursa__park_queued(URSA__W_UPT_SEM, s, &s->wq, NULL, abs ? upt_deadline_ns(clock, abs) : 0);
   me->cur_sem = NULL;
   if (rc == 0) return 0;                        /* the poster handed its unit over */
   if (rc == -ECANCELED) upt_cancel_now(me);
+  if (rc == -EINTR) { upt_sig_deliver(me); return upt_errno(EINTR); }
   return upt_errno(ETIMEDOUT);
 }
 
-/* pthread_cancel (solo): ends t's semaphore wait, if it is in one.  1 when it did. */
-int upt_sem_cancel(struct upt_thread *t) {
+/* Solo: ends t's semaphore wait with res, if it is in one.  1 when it did. */
+int upt_sem_unpark(struct upt_thread *t, int res) {
   struct upt_sem *s = t->cur_sem;
-  return s != NULL && ursa__unpark_queued(&s->wq, t->tok, -ECANCELED);
+  return s != NULL && ursa__unpark_queued(&s->wq, t->tok, res);
+}
+
+/* pthread_cancel (solo): ends t's semaphore wait, if it is in one and t's cancellation is
+ * enabled (t set it before it blocked: stable while it waits).  1 when it did. */
+int upt_sem_cancel(struct upt_thread *t) {
+  return t->cancel_state == PTHREAD_CANCEL_ENABLE && upt_sem_unpark(t, -ECANCELED);
 }
 
 /* mode 0 waits, 2 has a deadline.  A cancellation point when it blocks. */
 static int sem_block(struct upt_thread *me, struct upt_sem *s, int mode, int clock,
                      const struct timespec *abs) {
-  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok };
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok, UPT_INTR_EINTR, 0 };
   int st, e;
+  upt_sig_poll();
   if (sem_take(s)) return 0;
   if (mode == 2 && (e = upt_check_deadline(clock, abs)) != 0) return upt_errno(e);
   if (upt_solo) return sem_block_solo(me, s, clock, mode == 2 ? abs : NULL);
@@ -763,7 +795,7 @@ static int sem_block(struct upt_thread *me, struct upt_sem *s, int mode, int clo
   upt_q_remove(&s->q, &w);
   upt_spin_unlock(&s->spin);
   if (st == UPT_W_CANCELED) upt_cancel_now(me);
-  return upt_errno(ETIMEDOUT);
+  return upt_errno(st == UPT_W_INTR ? EINTR : ETIMEDOUT);   /* INTR: its handlers have run */
 }
 
 UPT_EXPORT int sem_wait(sem_t *ps) {
@@ -796,9 +828,22 @@ UPT_EXPORT int sem_clockwait(sem_t *ps, clockid_t clock, const struct timespec *
   return sem_block(me, s, 2, (int)clock, abs);
 }
 
+/* sem_trywait in a signal handler: atomics only (the handler may have interrupted any code of the
+ * layer, and with one VP the layer's own updates of the value are plain stores: a unit taken here
+ * in the middle of one of them may be lost to it; see docs/GUIDE.md). */
+static int sem_trywait_in_handler(struct upt_sem *s) {
+  uint32_t v = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
+  while (v > 0)
+    if (__atomic_compare_exchange_n(&s->value, &v, v - 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      return 0;
+  return sem_take_deferred(s) ? 0 : upt_errno(EAGAIN);
+}
+
 UPT_EXPORT int sem_trywait(sem_t *ps) {
   struct upt_sem *s = (struct upt_sem *)ps;
   int mine;
+  if (upt_unlikely(upt_sig_depth) && (mine = sem_mine(s)) != 0)
+    return mine < 0 ? upt_errno(EINVAL) : sem_trywait_in_handler(s);
   UPT_ENTER(me);
   if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_trywait)(ps);
   UPT_POINT();                                  /* exploration: a scheduling point */
@@ -806,14 +851,43 @@ UPT_EXPORT int sem_trywait(sem_t *ps) {
   return sem_take(s) ? 0 : upt_errno(EAGAIN);
 }
 
+/* sem_post in a signal handler (async-signal-safe, as POSIX requires): the unit is counted in
+ * s->deferred, and the dispatcher (signal.c) posts it in normal context. */
+static int sem_post_deferred(struct upt_sem *s) {
+  uint32_t v = __atomic_load_n(&s->deferred, __ATOMIC_RELAXED);
+  do {
+    if ((uint64_t)v + __atomic_load_n(&s->value, __ATOMIC_RELAXED) >= SEM_VALUE_MAX)
+      return upt_errno(EOVERFLOW);
+    /* release: pairs with sem_take_deferred's and the dispatcher's acquire */
+  } while (!__atomic_compare_exchange_n(&s->deferred, &v, v + 1, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+  if (v == 0) upt_sig_pend_sem(s);              /* the first unit: s goes on the pending list */
+  return 0;
+}
+
+static int sem_post_now(struct upt_sem *s);
+
+/* The dispatcher: posts the units handlers deferred on s (in normal context). */
+void upt_sem_flush(struct upt_sem *s) {
+  uint32_t n = __atomic_exchange_n(&s->deferred, 0, __ATOMIC_ACQUIRE);
+  if (sem_mine(s) != 1) return;                 /* destroyed meanwhile */
+  while (n-- > 0) (void)sem_post_now(s);
+}
+
 UPT_EXPORT int sem_post(sem_t *ps) {
   struct upt_sem *s = (struct upt_sem *)ps;
-  struct upt_waiter *w;
   int mine;
+  if (upt_unlikely(upt_sig_depth) && (mine = sem_mine(s)) != 0)
+    return mine < 0 ? upt_errno(EINVAL) : sem_post_deferred(s);
   UPT_ENTER(me);
   if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_post)(ps);
+  upt_sig_poll();
   UPT_POINT();                                  /* exploration: a scheduling point */
   if (mine < 0) return upt_errno(EINVAL);
+  return sem_post_now(s);
+}
+
+static int sem_post_now(struct upt_sem *s) {
+  struct upt_waiter *w;
   if (upt_solo) {                               /* the unit goes to the first waiter */
     if (s->wq.head != NULL && ursa__unpark_first(&s->wq, 0)) return 0;
   } else {
@@ -834,9 +908,15 @@ UPT_EXPORT int sem_post(sem_t *ps) {
 UPT_EXPORT int sem_getvalue(sem_t *ps, int *value) {
   struct upt_sem *s = (struct upt_sem *)ps;
   int mine;
-  UPT_ENTER(me);
-  if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_getvalue)(ps, value);
-  if (mine < 0) return upt_errno(EINVAL);
-  *value = (int)__atomic_load_n(&s->value, __ATOMIC_RELAXED);
+  if (upt_unlikely(upt_sig_depth) && (mine = sem_mine(s)) != 0) {
+    if (mine < 0) return upt_errno(EINVAL);
+  } else {
+    UPT_ENTER(me);
+    if (me == NULL || (mine = sem_mine(s)) == 0) return REAL(sem_getvalue)(ps, value);
+    if (mine < 0) return upt_errno(EINVAL);
+  }
+  /* the units handlers posted count, though the dispatcher has not posted them yet */
+  *value = (int)(__atomic_load_n(&s->value, __ATOMIC_RELAXED) +
+                 __atomic_load_n(&s->deferred, __ATOMIC_RELAXED));
   return 0;
 }

@@ -77,7 +77,7 @@ static struct upt_thread *record_new(void) {
     }
     upt_spin_lock(&free_lock);
     c->next = chunks;
-    chunks = c;
+    __atomic_store_n(&chunks, c, __ATOMIC_RELEASE);   /* read without the lock: signal.c */
     for (i = UPT_CHUNK - 1; i >= 1; i--) {
       c->rec[i].free_next = free_list;
       free_list = &c->rec[i];
@@ -99,6 +99,9 @@ static struct upt_thread *record_new(void) {
   t->policy = SCHED_OTHER;
   memset(&t->param, 0, sizeof t->param);
   t->name[0] = '\0';
+  t->sig_pending = 0;
+  t->sig_mask = 0;
+  t->wait_seq = 0;
   __atomic_store_n(&t->magic, UPT_MAGIC, __ATOMIC_RELEASE);
   return t;
 }
@@ -242,17 +245,31 @@ void upt_q_remove(struct upt_queue *q, struct upt_waiter *w) {
   if (q->tail == w) q->tail = prev;
 }
 
+uint64_t upt_sig_seq;
+
 int upt_park(struct upt_thread *me, struct upt_waiter *w, int clock, const struct timespec *abs,
              int cancellable) {
   int st, rc, registered = 0;
-  if (cancellable && me->cancel_state == PTHREAD_CANCEL_ENABLE) {
+  w->cancel = cancellable && me->cancel_state == PTHREAD_CANCEL_ENABLE;
+  /* Signals that came for it before the wait are handled before it (as the kernel would have
+   * run their handlers before the call): they do not end the wait. */
+  if (upt_sig_ready(me)) upt_sig_deliver(me);
+  if (w->cancel || __atomic_load_n(&upt_sig_on, __ATOMIC_RELAXED)) {   /* (signals: every wait) */
     upt_spin_lock(&me->lock);
     me->cur_wait = w;
+    if (w->intr) me->wait_seq = __atomic_add_fetch(&upt_sig_seq, 1, __ATOMIC_RELAXED);
     upt_spin_unlock(&me->lock);
     registered = 1;
     /* seq_cst: pairs with pthread_cancel's store, then its read of cur_wait under the lock */
-    if (__atomic_load_n(&me->cancel_pending, __ATOMIC_SEQ_CST) && cas_state(w, UPT_W_CANCELED)) {
+    if (w->cancel && __atomic_load_n(&me->cancel_pending, __ATOMIC_SEQ_CST) &&
+        cas_state(w, UPT_W_CANCELED)) {
       st = UPT_W_CANCELED;
+      goto out;
+    }
+    /* seq_cst: pairs with upt_sig_kill's or of sig_pending, then its read of cur_wait */
+    if (w->intr && (__atomic_load_n(&me->sig_pending, __ATOMIC_SEQ_CST) & ~me->sig_mask) &&
+        cas_state(w, UPT_W_INTR)) {
+      st = UPT_W_INTR;
       goto out;
     }
   }
@@ -274,7 +291,93 @@ out:
     me->cur_wait = NULL;
     upt_spin_unlock(&me->lock);
   }
+  if (st == UPT_W_INTR) upt_sig_deliver(me);    /* the handlers run here, on its own stack */
   return st;
+}
+
+/* ---- signals: ending a wait (signal.c describes the protocol) -------------------------------- */
+
+int upt_sig_interrupt(struct upt_thread *t) {
+  int done = 0;
+  upt_spin_lock(&t->lock);
+  if (t->cur_wait && !t->cur_wait->intr) {
+    done = -1;                                  /* a wait a signal does not end */
+  } else
+  if (upt_solo) {
+    if (t->cur_sem && upt_sem_unpark(t, -EINTR)) {
+      done = 1;
+    } else if (t->cur_wait && t->cur_wait->intr && solo_claim(t->cur_wait)) {
+      t->cur_wait->state = UPT_W_INTR;
+      ursa__unpark_thread(t->tok, 0);
+      done = 1;
+    }
+  } else if (t->cur_wait && t->cur_wait->intr && cas_state(t->cur_wait, UPT_W_INTR)) {
+    (void)ursa_sem_post(&t->park);
+    done = 1;
+  }
+  upt_spin_unlock(&t->lock);
+  return done;
+}
+
+/* Whether t is in a wait that a signal ends with EINTR (under t's lock). */
+static int in_eintr_wait(const struct upt_thread *t) {
+  return (upt_solo && t->cur_sem) || (t->cur_wait && t->cur_wait->intr == UPT_INTR_EINTR);
+}
+
+/* Lock-free (the trampoline calls it): chunks are only prepended (release) and never freed. */
+int upt_sig_someone_takes(int sig) {
+  uint64_t b = (uint64_t)1 << (sig - 1);
+  struct upt_chunk *c;
+  int i;
+  if (!__atomic_load_n(&main_record.finished, __ATOMIC_RELAXED) &&
+      !(__atomic_load_n(&main_record.sig_mask, __ATOMIC_RELAXED) & b))
+    return 1;
+  for (c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
+    for (i = 0; i < UPT_CHUNK; i++)
+      if (__atomic_load_n(&c->rec[i].magic, __ATOMIC_ACQUIRE) == UPT_MAGIC &&
+          !__atomic_load_n(&c->rec[i].finished, __ATOMIC_RELAXED) &&
+          !(__atomic_load_n(&c->rec[i].sig_mask, __ATOMIC_RELAXED) & b))
+        return 1;
+  return 0;
+}
+
+int upt_sig_interrupt_one(int sig) {
+  uint64_t b = (uint64_t)1 << (sig - 1);
+  for (;;) {
+    struct upt_thread *best = NULL;
+    uint64_t best_seq = UINT64_MAX;
+    struct upt_chunk *c;
+    int i;
+    upt_spin_lock(&main_record.lock);
+    if (main_record.magic == UPT_MAGIC && !main_record.finished && !(main_record.sig_mask & b) &&
+        in_eintr_wait(&main_record))
+      best = &main_record;
+    upt_spin_unlock(&main_record.lock);
+    upt_spin_lock(&free_lock);
+    c = chunks;
+    upt_spin_unlock(&free_lock);
+    for (; best == NULL && c; c = c->next) {     /* chunks are never freed; only prepended to */
+      for (i = 0; i < UPT_CHUNK; i++) {
+        struct upt_thread *t = &c->rec[i];
+        if (__atomic_load_n(&t->magic, __ATOMIC_ACQUIRE) != UPT_MAGIC) continue;
+        upt_spin_lock(&t->lock);
+        if (!t->finished && !(t->sig_mask & b) && in_eintr_wait(t) && t->wait_seq < best_seq) {
+          best_seq = t->wait_seq;
+          best = t;
+        }
+        upt_spin_unlock(&t->lock);
+      }
+    }
+    if (best == NULL) return 0;
+    /* seq_cst: pairs with upt_park's load after it registered its wait */
+    if (__atomic_fetch_or(&best->sig_pending, b, __ATOMIC_SEQ_CST) & b) return 1;   /* merged */
+    if (upt_sig_interrupt(best) <= 0) {
+      /* its wait ended meanwhile (woken, timed out): take the signal back and look again, so
+       * that it is not left pending in a thread that may never wait again */
+      if (__atomic_fetch_and(&best->sig_pending, ~b, __ATOMIC_SEQ_CST) & b) continue;
+    }
+    return 1;                                   /* it runs the handler, then returns EINTR */
+  }
 }
 
 int upt_check_deadline(int clock, const struct timespec *abs) {
@@ -443,13 +546,13 @@ UPT_EXPORT int pthread_cancel(pthread_t th) {
   if (upt_solo) {
     if (upt_sem_cancel(t)) {
       /* (its sem_wait acts on the request) */
-    } else if (t->cur_wait && solo_claim(t->cur_wait)) {
+    } else if (t->cur_wait && t->cur_wait->cancel && solo_claim(t->cur_wait)) {
       t->cur_wait->state = UPT_W_CANCELED;
       ursa__unpark_thread(t->tok, -ECANCELED);
     } else if (t->io_wait) {
       (void)ursa__io_wait_end(t->io_wait, -ECANCELED);   /* its read, poll, ... acts on it (io.c) */
     }
-  } else if (t->cur_wait && cas_state(t->cur_wait, UPT_W_CANCELED)) {
+  } else if (t->cur_wait && t->cur_wait->cancel && cas_state(t->cur_wait, UPT_W_CANCELED)) {
     (void)ursa_sem_post(&t->park);
   } else if (t->io_wait) {
     (void)ursa__io_wait_end(t->io_wait, -ECANCELED);     /* under t->lock: src/io/waiter.h */
@@ -544,6 +647,7 @@ UPT_EXPORT int pthread_create(pthread_t *out, const pthread_attr_t *attr, void *
       return EINVAL;
   }
   if ((t = record_new()) == NULL) return EAGAIN;
+  t->sig_mask = me->sig_mask;                   /* POSIX: the creator's mask */
   t->policy = policy;
   t->param = param;
   t->fn = fn;
@@ -578,7 +682,7 @@ UPT_EXPORT pthread_t pthread_self(void) {
 static int join(struct upt_thread *me, pthread_t th, void **res, int mode, int clock,
                 const struct timespec *abs) {
   struct upt_thread *t = upt_record(th);
-  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok };
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok, UPT_INTR_NO, 0 };
   int st;
   if (t == NULL) return ESRCH;
   if (t == me) return EDEADLK;
@@ -840,11 +944,11 @@ UPT_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clock) {
   return REAL(pthread_getcpuclockid)(REAL(pthread_self)(), clock);
 }
 
-/* Signals.  pthread_kill to the calling thread runs the handler in it, now (glibc's pthread_kill
- * on the current kernel thread); to another ursa thread, the signal goes to the process (kill):
- * a VP, whichever thread it runs, handles it.  sig 0 tells whether the thread exists.
- * pthread_sigmask is glibc's: it sets the mask of the VP's kernel thread, shared by every ursa
- * thread that runs on that VP (with one VP, by all of them). */
+/* Signals (signal.c describes the semantics).  pthread_kill to the calling thread raises the
+ * signal on its kernel thread, whose trampoline runs the handler at once (or leaves it pending
+ * when the thread blocks it); to another ursa thread, with a handler of the program, it is
+ * pending for that thread and ends its wait (upt_sig_kill); without one (SIG_DFL, SIG_IGN) it
+ * goes to the process.  sig 0 tells whether the thread exists. */
 UPT_EXPORT int pthread_kill(pthread_t th, int sig) {
   struct upt_thread *t;
   UPT_ENTER(me);
@@ -852,7 +956,8 @@ UPT_EXPORT int pthread_kill(pthread_t th, int sig) {
   if ((t = upt_record(th)) == NULL || __atomic_load_n(&t->finished, __ATOMIC_ACQUIRE)) return ESRCH;
   if (sig < 0 || sig >= NSIG) return EINVAL;
   if (sig == 0) return 0;
-  if (t == me) return REAL(pthread_kill)(REAL(pthread_self)(), sig);
+  if (t == me) return upt_sig_self(me, sig);
+  if (upt_sig_handled(sig)) return upt_sig_kill(me, t, sig);
   return kill(getpid(), sig) == 0 ? 0 : errno;
 }
 
@@ -861,14 +966,32 @@ UPT_EXPORT int pthread_kill(pthread_t th, int sig) {
 UPT_EXPORT int sched_yield(void) {
   UPT_ENTER(me);
   if (me == NULL) return REAL(sched_yield)();
+  upt_sig_poll();
   (void)ursa_yield();
+  if (upt_sig_ready(me)) upt_sig_deliver(me);
   return 0;
 }
 
-/* Blocks the caller until abs on clock; a cancellation point. */
-static void sleep_until(struct upt_thread *me, int clock, const struct timespec *abs) {
-  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok };
-  if (upt_park(me, &w, clock, abs, 1) == UPT_W_CANCELED) upt_cancel_now(me);
+/* Blocks the caller until abs on clock; a cancellation point.  0, or EINTR when a signal for the
+ * thread ended the sleep (its handler has run); then *rem (if not NULL) is the time left. */
+static int sleep_until(struct upt_thread *me, int clock, const struct timespec *abs,
+                       struct timespec *rem) {
+  struct upt_waiter w = { NULL, me, UPT_W_WAITING, 0, 0, me->tok, UPT_INTR_EINTR, 0 };
+  int st;
+  upt_sig_poll();
+  st = upt_park(me, &w, clock, abs, 1);
+  if (st == UPT_W_CANCELED) upt_cancel_now(me);
+  if (st != UPT_W_INTR) return 0;
+  if (rem) {
+    struct timespec now;
+    int64_t left;
+    clock_gettime(clock, &now);
+    left = ((int64_t)abs->tv_sec - now.tv_sec) * 1000000000 + (abs->tv_nsec - now.tv_nsec);
+    if (left < 0) left = 0;
+    rem->tv_sec = (time_t)(left / 1000000000);
+    rem->tv_nsec = (long)(left % 1000000000);
+  }
+  return EINTR;
 }
 
 static struct timespec deadline_after(int clock, const struct timespec *rel) {
@@ -889,7 +1012,7 @@ UPT_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec
     return REAL(clock_nanosleep)(clock, flags, req, rem);
   if (req->tv_nsec < 0 || req->tv_nsec >= 1000000000L) return EINVAL;
   abs = (flags & TIMER_ABSTIME) ? *req : deadline_after(clock, req);
-  sleep_until(me, clock, &abs);
+  if (sleep_until(me, clock, &abs, (flags & TIMER_ABSTIME) ? NULL : rem)) return EINTR;
   if (rem && !(flags & TIMER_ABSTIME)) rem->tv_sec = 0, rem->tv_nsec = 0;
   return 0;
 }
@@ -900,17 +1023,18 @@ UPT_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
   if (me == NULL) return REAL(nanosleep)(req, rem);
   if (req->tv_nsec < 0 || req->tv_nsec >= 1000000000L || req->tv_sec < 0) return upt_errno(EINVAL);
   abs = deadline_after(CLOCK_MONOTONIC, req);
-  sleep_until(me, CLOCK_MONOTONIC, &abs);
+  if (sleep_until(me, CLOCK_MONOTONIC, &abs, rem)) return upt_errno(EINTR);
   if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
   return 0;
 }
 
 UPT_EXPORT unsigned sleep(unsigned seconds) {
-  struct timespec rel = { (time_t)seconds, 0 }, abs;
+  struct timespec rel = { (time_t)seconds, 0 }, abs, rem;
   UPT_ENTER(me);
   if (me == NULL) return REAL(sleep)(seconds);
   abs = deadline_after(CLOCK_MONOTONIC, &rel);
-  sleep_until(me, CLOCK_MONOTONIC, &abs);
+  if (sleep_until(me, CLOCK_MONOTONIC, &abs, &rem))   /* the seconds left, rounded as glibc */
+    return (unsigned)rem.tv_sec + (rem.tv_nsec >= 500000000L);
   return 0;
 }
 
@@ -919,6 +1043,6 @@ UPT_EXPORT int usleep(useconds_t us) {
   UPT_ENTER(me);
   if (me == NULL) return REAL(usleep)(us);
   abs = deadline_after(CLOCK_MONOTONIC, &rel);
-  sleep_until(me, CLOCK_MONOTONIC, &abs);
+  if (sleep_until(me, CLOCK_MONOTONIC, &abs, NULL)) return upt_errno(EINTR);
   return 0;
 }

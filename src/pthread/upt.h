@@ -78,7 +78,8 @@
   X(read) X(write) X(readv) X(writev) X(recv) X(send) X(recvfrom) X(sendto) X(recvmsg)          \
   X(sendmsg) X(accept) X(accept4) X(connect) X(poll) X(ppoll) X(select) X(pselect)               \
   X(epoll_wait) X(epoll_pwait) X(close) X(dup2) X(dup3) X(socket) X(socketpair) X(pipe) X(pipe2) \
-  X(setsockopt)
+  X(setsockopt)                                                                                  \
+  X(sigaction) X(signal) X(pthread_sigmask) X(sigprocmask) X(sigpending) X(raise)
 
 #define UPT_REAL_ENUM(name) UPT_R_##name,
 enum { UPT_REALS(UPT_REAL_ENUM) UPT_R_COUNT };
@@ -97,6 +98,11 @@ extern uintptr_t upt_ursa_lo, upt_ursa_hi;
 struct upt_range { uintptr_t lo, hi; };
 extern struct upt_range upt_rt[UPT_RT_MAX];   /* a sanitizer runtime's code (boot.c) */
 extern int upt_rt_n;
+/* Only libursa.so's code (not the sanitizers'): a sanitizer's sigaction interceptor calls the
+ * layer's sigaction on behalf of the program. */
+static inline int upt_from_libursa(const void *ra) {
+  return (uintptr_t)ra - upt_ursa_lo < upt_ursa_hi - upt_ursa_lo;
+}
 static inline int upt_from_ursa(const void *ra) {
   int i;
   if ((uintptr_t)ra - upt_ursa_lo < upt_ursa_hi - upt_ursa_lo) return 1;
@@ -121,7 +127,13 @@ extern int upt_explore;
 
 /* ---- records, waiters, spin locks ---------------------------------------------------------- */
 
-enum { UPT_W_WAITING, UPT_W_WOKEN, UPT_W_TIMEDOUT, UPT_W_CANCELED };
+enum { UPT_W_WAITING, UPT_W_WOKEN, UPT_W_TIMEDOUT, UPT_W_CANCELED,
+       UPT_W_INTR };             /* a signal for the thread (signal.c) ended the wait            */
+/* How a signal for the waiting thread treats a wait (upt_waiter.intr): not at all (it stays
+ * pending until the thread's next wait or call), ends it with EINTR (sleeps, semaphore waits), or
+ * ends it for the handler to run, after which the wait goes on (condition waits, whose caller
+ * returns 0 as a spurious wake-up; rwlock waits, which wait again). */
+enum { UPT_INTR_NO, UPT_INTR_EINTR, UPT_INTR_RUN };
 
 struct upt_thread;
 struct upt_waiter {
@@ -132,6 +144,8 @@ struct upt_waiter {
   int timed;                     /* the park has a deadline (set by upt_park)                */
   struct ursa__thread *tok;      /* the waiting ursa thread (t->tok; t is NULL for a thread
                                     that waits in the mutex fast path without a record)      */
+  int intr;                      /* UPT_INTR_*: what a signal for the thread does to the wait */
+  int cancel;                    /* set by upt_park: a cancel request may end this wait        */
 };
 
 struct upt_queue { struct upt_waiter *head, *tail; };
@@ -174,6 +188,9 @@ struct upt_thread {
   struct sched_param param;
   char name[16];
   struct upt_thread *free_next;
+  uint64_t sig_pending;          /* atomic: signals (bit sig-1) for this thread (signal.c)       */
+  uint64_t sig_mask;             /* its mask (bit sig-1); written by the thread itself          */
+  uint64_t wait_seq;             /* when its interruptible wait began (upt_sig_seq), under lock */
 };
 
 /* The calling thread's record, or NULL when the caller is not an ursa thread (a kernel thread
@@ -228,6 +245,8 @@ int upt_park(struct upt_thread *me, struct upt_waiter *w, int clock, const struc
 /* Solo: ends t's semaphore wait with a cancel request, if t is in one (sync.c).  1 when it did. */
 struct upt_sem;
 int upt_sem_cancel(struct upt_thread *t);
+/* Solo: ends t's semaphore wait with res (a signal: -EINTR), if it is in one.  1 when it did. */
+int upt_sem_unpark(struct upt_thread *t, int res);
 
 /* Acts on a cancel request: runs the cleanup handlers and ends the thread.  Does not return. */
 void upt_cancel_now(struct upt_thread *me) __attribute__((noreturn));
@@ -259,6 +278,42 @@ int upt_mutex_unlock_internal(struct upt_thread *me, pthread_mutex_t *pm, unsign
  * pthread_t: ESRCH), without reusing them. */
 extern int upt_forked;
 void upt_forget_records(struct upt_thread *me);
+
+/* ---- signals (signal.c) --------------------------------------------------------------------- */
+
+/* This kernel thread runs a signal handler of the program (the trampoline's count): sem_post,
+ * sem_trywait and sem_getvalue then touch no lock. */
+extern __thread int upt_sig_depth __attribute__((tls_model("initial-exec")));
+/* Set (once, never cleared) when the program installed its first handler: from then on the
+ * interruptible waits register themselves (cur_wait, cur_sem) even with cancellation disabled. */
+extern int upt_sig_on;
+extern uint64_t upt_sig_seq;     /* stamps wait_seq (under the waiter's lock; relaxed atomic) */
+/* Runs me's pending signals that it does not block, in normal context. */
+void upt_sig_deliver(struct upt_thread *me);
+static inline int upt_sig_ready(const struct upt_thread *me) {
+  return upt_unlikely((__atomic_load_n(&me->sig_pending, __ATOMIC_RELAXED) & ~me->sig_mask) != 0);
+}
+/* Ends t's wait if a signal may end it (thread.c): 1 when it did, 0 when t is in no wait of the
+ * layer (it runs, is ready, or waits in a mutex), -1 when it waits where a signal does not end the
+ * wait (a barrier, a join). */
+int upt_sig_interrupt(struct upt_thread *t);
+/* Ends one interruptible wait for sig that arrived while no thread ran (main first, then the
+ * longest waiting; not a thread that blocks sig), marking sig pending there: 1 when it did. */
+int upt_sig_interrupt_one(int sig);
+int upt_sig_handled(int sig);
+/* Deferred posts or undelivered signals wait (set by handlers; atomic). */
+extern int upt_sig_work_flag;
+void upt_sig_work(void);
+static inline void upt_sig_poll(void) {
+  if (upt_unlikely(__atomic_load_n(&upt_sig_work_flag, __ATOMIC_RELAXED))) upt_sig_work();
+}
+/* Whether some live thread does not block sig. */
+int upt_sig_someone_takes(int sig);
+int upt_sig_self(struct upt_thread *me, int sig);
+int upt_sig_kill(struct upt_thread *me, struct upt_thread *t, int sig);
+/* A semaphore with posts deferred by handlers (sync.c): queued for the dispatcher, and flushed. */
+void upt_sig_pend_sem(struct upt_sem *s);
+void upt_sem_flush(struct upt_sem *s);
 
 /* boot.c sets upt_booted once ursa_init succeeded and thread.c's upt_boot_threads ran. */
 extern int upt_booted;

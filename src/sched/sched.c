@@ -430,6 +430,36 @@ bool ursa__vp_others_ready(void) {
   return vp != NULL && ursa__vp_has_ready(vp);
 }
 
+struct ursa__thread *ursa__vp_running(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  struct ursa__thread *t;
+  if (vp == NULL) return NULL;
+  t = vp->cur;
+  if (t == NULL || (vp->mode == URSA__SMPMODE && t == vp->x->idle)) return NULL;
+  return ursa__get_state(t) == URSA__RUNNING ? t : NULL;
+}
+
+bool ursa__thread_blocked(const struct ursa__thread *t) {
+  return t != NULL && ursa__get_state(t) == URSA__BLOCKED;
+}
+
+/* Whether only daemons are left (main has called ursa_exit): live is what is left after a finish. */
+static bool only_daemons(int64_t live) {
+  int64_t d = __atomic_load_n(&ursa__g.daemons, __ATOMIC_ACQUIRE);
+  return d != 0 && live == d;
+}
+
+void ursa__daemon(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  int64_t live;
+  URSA_ASSERT(vp != NULL);
+  if (vp->cur->daemon) return;
+  vp->cur->daemon = 1;
+  __atomic_add_fetch(&ursa__g.daemons, 1, __ATOMIC_ACQ_REL);
+  live = vp->mode == URSA__SMPMODE ? __atomic_load_n(&ursa__g.live, __ATOMIC_ACQUIRE) : vp->nthreads;
+  if (only_daemons(live)) { fflush(NULL); exit(0); }   /* (main is no daemon: it has exited) */
+}
+
 bool ursa__exploring(void) { return ursa__g.explore != 0; }
 
 void ursa__sched_point(void) {
@@ -454,10 +484,18 @@ void ursa__thread_finish(struct ursa__vp *vp, void *result) {
     vp = URSA__VP_AFTER_SWITCH();                                  /* destructors may have switched */
   }
   if (cur->region) ursa__region_leave(cur->region);
+  if (ursa_unlikely(cur->daemon)) {                          /* a daemon that finishes after all */
+    cur->daemon = 0;
+    __atomic_sub_fetch(&ursa__g.daemons, 1, __ATOMIC_ACQ_REL);
+  }
   if (vp->mode == URSA__SMPMODE) ursa__smp_finish(vp, cur, result);             /* never returns */
   cur->result = result;
   ursa__set_state(cur, URSA__ZOMBIE);
   vp->nthreads--;
+  if (ursa_unlikely(ursa__g.daemons != 0) && only_daemons(vp->nthreads)) {   /* ursa__daemon */
+    fflush(NULL);
+    exit(0);
+  }
   if (cur->detached) {
     ursa__reap(vp);                                           /* the previous zombie, if any */
     ursa__thread_release_handle(cur);                         /* the handle is stale at once */

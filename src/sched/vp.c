@@ -583,9 +583,13 @@ void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *resul
   joiner = cur->joiner;
   detached = cur->detached;
   ursa__spin_unlock(&cur->lock);
-  if (__atomic_sub_fetch(&ursa__g.live, 1, __ATOMIC_ACQ_REL) == 0) {
-    fflush(NULL);                                      /* main called ursa_exit and the last */
-    exit(0);                                           /* thread has finished                */
+  {
+    int64_t live = __atomic_sub_fetch(&ursa__g.live, 1, __ATOMIC_ACQ_REL);
+    int64_t d = __atomic_load_n(&ursa__g.daemons, __ATOMIC_ACQUIRE);
+    if (live == 0 || (d != 0 && live == d)) {          /* main called ursa_exit and the last */
+      fflush(NULL);                                    /* thread (but daemons) has finished  */
+      exit(0);
+    }
   }
   if (detached) {
     ursa__reap(vp);

@@ -93,6 +93,24 @@ URSA__WAITER_API bool ursa__vp_others_ready(void);
  * The number of threads forgotten, -EPERM outside an ursa thread, -EINVAL with several VPs. */
 URSA__WAITER_API int ursa__forget_others(void);
 
+/* The ursa thread that the calling kernel thread's VP is running at this instant, or NULL when it
+ * runs none: the VP waits for work (its idle sleep, its I/O engine, a deadlock's wait), is in its
+ * idle context or between two threads, or the caller is no VP.  Async-signal-safe: for a signal
+ * handler on a VP's kernel thread (the POSIX layer tells "the handler interrupted this thread"
+ * from "the VP was idle").  Reads the VP's own fields only; the answer holds until the handler
+ * returns. */
+URSA__WAITER_API struct ursa__thread *ursa__vp_running(void);
+
+/* Whether t (a descriptor from ursa__self_thread, still live) is blocked in a wait now: a relaxed
+ * snapshot of its state, for a layer that tells a waiting thread from a running or ready one. */
+URSA__WAITER_API bool ursa__thread_blocked(const struct ursa__thread *t);
+
+/* The calling ursa thread stops keeping the process alive: once main has called ursa_exit and
+ * every other thread that is not such a daemon has finished, the process exits with status 0,
+ * though the daemons still wait (a service thread: the POSIX layer's signal dispatcher, the I/O
+ * engine's poller).  A daemon that finishes stops counting as one.  From the thread itself. */
+URSA__WAITER_API void ursa__daemon(void);
+
 /* ---- the reports ---------------------------------------------------------------------------------- */
 /* A waitable kind, as the reports print it: "what" names the wait ("ursa_mutex_lock on mutex");
  * owner, when set, gives the thread that holds obj (the wait-for graph's edge). */

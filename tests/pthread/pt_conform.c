@@ -28,6 +28,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/time.h>
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
 #define CHECK_EQ(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); if (a_ != b_) { \
@@ -1289,6 +1290,206 @@ static void case_io_poll(void) {
   for (int i = 0; i < 2; i++) { CHECK_EQ(close(a[i]), 0); CHECK_EQ(close(b[i]), 0); }
 }
 
+
+/* ---- signals (src/pthread/signal.c) ---------------------------------------------------------- */
+
+static sem_t sig_sem;
+static volatile sig_atomic_t sig_posts, sig_runs;
+static pthread_t sig_in;                         /* pthread_self() in the last handler run */
+
+static void on_sig_post(int sig) {
+  (void)sig;
+  CHECK_EQ(sem_post(&sig_sem), 0);               /* async-signal-safe (POSIX) */
+  sig_posts++;
+}
+
+static void on_sig_note(int sig) {
+  (void)sig;
+  sig_in = pthread_self();
+  sig_runs++;
+}
+
+static void handle(int sig, void (*fn)(int)) {
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = fn;
+  sigemptyset(&sa.sa_mask);
+  CHECK_EQ(sigaction(sig, &sa, NULL), 0);
+  CHECK_EQ(sigaction(sig, NULL, &old), 0);       /* a query answers the program's action */
+  CHECK(old.sa_handler == fn);
+}
+
+static void sem_wait_eintr(sem_t *s) {
+  while (sem_wait(s) != 0) CHECK_EQ(errno, EINTR);
+}
+
+static sem_t sig_ack;
+static volatile int sig_woken;
+static void *sig_waiter(void *a) {
+  int i;
+  for (i = 0; i < (int)(intptr_t)a; i++) {
+    sem_wait_eintr(&sig_sem);                    /* the handler's post wakes it */
+    sig_woken++;
+    CHECK_EQ(sem_post(&sig_ack), 0);
+  }
+  return NULL;
+}
+static void *sig_sender(void *a) {
+  int i;
+  for (i = 0; i < (int)(intptr_t)a; i++) {
+    CHECK_EQ(kill(getpid(), SIGUSR1), 0);        /* to the process: a VP's handler posts */
+    sem_wait_eintr(&sig_ack);
+  }
+  return NULL;
+}
+
+/* sem_post in a handler wakes a waiter: the signal comes while the only thread waits (a timer:
+ * the VP is idle), then from a sender thread 200 times (the suite's pattern). */
+static void case_sig_post(void) {
+  struct itimerval it;
+  pthread_t w, k;
+  int v = -1;
+  CHECK_EQ(sem_init(&sig_sem, 0, 0), 0);
+  CHECK_EQ(sem_init(&sig_ack, 0, 0), 0);
+  handle(SIGALRM, on_sig_post);
+  handle(SIGUSR1, on_sig_post);
+  memset(&it, 0, sizeof it);
+  it.it_value.tv_usec = 20000;
+  CHECK_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+  sem_wait_eintr(&sig_sem);                      /* main alone: woken by the handler's post */
+  CHECK_EQ(sig_posts, 1);
+  w = spawn(sig_waiter, (void *)(intptr_t)200);
+  k = spawn(sig_sender, (void *)(intptr_t)200);
+  join(k);
+  join(w);
+  CHECK_EQ(sig_woken, 200);
+  CHECK_EQ(sig_posts, 201);
+  CHECK_EQ(sem_getvalue(&sig_sem, &v), 0);
+  CHECK_EQ(v, 0);
+  CHECK_EQ(sem_destroy(&sig_sem), 0);
+}
+
+/* A signal for a thread ends its sleep or semaphore wait with EINTR, after its handler ran in it.
+ * The sender signals once the sleeper has said where it goes (stage), again and again until the
+ * sleeper moves on: a signal that comes before the thread parks is handled before its wait and
+ * does not end it (as with the kernel), one that comes while it waits ends the wait.  No timing:
+ * whichever comes first, the stage ends. */
+static volatile int sig_stage;
+static void *sig_sleeper(void *a) {
+  struct timespec req = { 100, 0 }, rem = { 0, 0 }, abs;
+  (void)a;
+  sig_stage = 1;
+  CHECK_EQ(nanosleep(&req, &rem), -1);
+  CHECK_EQ(errno, EINTR);
+  CHECK(rem.tv_sec > 0 && rem.tv_sec <= 100);     /* the time left */
+  CHECK(pthread_equal(sig_in, pthread_self()));  /* the handler ran in this thread */
+  sig_stage = 2;
+  CHECK(sleep(100) > 0);                         /* the seconds left */
+  sig_stage = 3;
+  CHECK_EQ(sem_wait(&sig_sem), -1);
+  CHECK_EQ(errno, EINTR);
+  sig_stage = 4;
+  abs = in_ms(CLOCK_REALTIME, 100000);
+  CHECK_EQ(sem_timedwait(&sig_sem, &abs), -1);
+  CHECK_EQ(errno, EINTR);
+  sig_stage = 5;
+  CHECK_EQ(usleep(100000000u / 2), -1);
+  CHECK_EQ(errno, EINTR);
+  abs = in_ms(CLOCK_MONOTONIC, 100000);
+  sig_stage = 6;
+  CHECK_EQ(clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &abs, NULL), EINTR);
+  sig_stage = 7;
+  return NULL;
+}
+
+static void case_sig_eintr(void) {
+  pthread_t t;
+  int stage;
+  CHECK_EQ(sem_init(&sig_sem, 0, 0), 0);
+  handle(SIGUSR1, on_sig_note);
+  t = spawn(sig_sleeper, NULL);
+  for (stage = 1; stage <= 6; stage++) {
+    while (sig_stage != stage) sched_yield();
+    while (sig_stage == stage) {                 /* until the sleeper saw EINTR */
+      CHECK_EQ(pthread_kill(t, SIGUSR1), 0);
+      sched_yield();
+    }
+  }
+  join(t);
+  CHECK(sig_runs >= 6);
+  CHECK_EQ(pthread_kill(pthread_self(), 0), 0);  /* signal 0 and invalid signals: as before */
+  CHECK_EQ(pthread_kill(pthread_self(), 12345), EINVAL);
+}
+
+/* pthread_kill to a thread blocked in pthread_rwlock_rdlock runs the handler in that thread,
+ * which then goes on waiting (the suite's rwlock tests). */
+static pthread_rwlock_t sig_rw = PTHREAD_RWLOCK_INITIALIZER;
+static volatile int sig_got;
+static void *sig_reader(void *a) {
+  (void)a;
+  sig_stage = 1;
+  CHECK_EQ(pthread_rwlock_rdlock(&sig_rw), 0);
+  sig_got = 1;
+  CHECK_EQ(pthread_rwlock_unlock(&sig_rw), 0);
+  return NULL;
+}
+
+static void case_sig_kill_rwlock(void) {
+  pthread_t t;
+  int i;
+  sig_stage = 0;
+  handle(SIGUSR2, on_sig_note);
+  CHECK_EQ(pthread_rwlock_wrlock(&sig_rw), 0);
+  t = spawn(sig_reader, NULL);
+  while (sig_stage != 1) sched_yield();
+  CHECK_EQ(pthread_kill(t, SIGUSR2), 0);
+  while (sig_runs != 1) sched_yield();           /* ran in the reader (not here: main runs) */
+  CHECK(pthread_equal(sig_in, t));
+  for (i = 0; i < 100; i++) sched_yield();
+  CHECK_EQ(sig_got, 0);                          /* still waiting: main holds the write lock */
+  CHECK_EQ(pthread_rwlock_unlock(&sig_rw), 0);
+  join(t);
+  CHECK_EQ(sig_got, 1);
+}
+
+/* Each thread has its own mask: a new thread starts with its creator's; a signal sent to a thread
+ * that blocks it stays pending for it (sigpending) until it unblocks it, then its handler runs. */
+static sigset_t sig_seen;
+static void *sig_masked(void *a) {
+  sigset_t none;
+  (void)a;
+  CHECK_EQ(pthread_sigmask(SIG_SETMASK, NULL, &sig_seen), 0);
+  sigemptyset(&none);
+  CHECK_EQ(pthread_sigmask(SIG_SETMASK, &none, NULL), 0);   /* its own mask only */
+  return NULL;
+}
+
+static void case_sig_mask(void) {
+  sigset_t b, cur, pend;
+  pthread_t t;
+  handle(SIGUSR1, on_sig_note);
+  sigemptyset(&b);
+  sigaddset(&b, SIGUSR1);
+  CHECK_EQ(pthread_sigmask(SIG_BLOCK, &b, NULL), 0);
+  CHECK_EQ(pthread_sigmask(12345, &b, NULL), EINVAL);
+  join(spawn(sig_masked, NULL));
+  CHECK_EQ(sigismember(&sig_seen, SIGUSR1), 1);  /* inherited */
+  CHECK_EQ(pthread_sigmask(SIG_SETMASK, NULL, &cur), 0);
+  CHECK_EQ(sigismember(&cur, SIGUSR1), 1);       /* the thread's unblock was its own */
+  CHECK_EQ(pthread_kill(pthread_self(), SIGUSR1), 0);
+  CHECK_EQ(sig_runs, 0);                         /* blocked: pending */
+  CHECK_EQ(sigpending(&pend), 0);
+  CHECK_EQ(sigismember(&pend, SIGUSR1), 1);
+  CHECK_EQ(pthread_sigmask(SIG_UNBLOCK, &b, NULL), 0);
+  CHECK_EQ(sig_runs, 1);                         /* delivered at the unblock */
+  CHECK(pthread_equal(sig_in, pthread_self()));
+  CHECK_EQ(sigpending(&pend), 0);
+  CHECK_EQ(sigismember(&pend, SIGUSR1), 0);
+  t = spawn(sig_masked, NULL);
+  join(t);
+  CHECK_EQ(sigismember(&sig_seen, SIGUSR1), 0);
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "threads", case_threads }, { "once", case_once }, { "keys", case_keys },
   { "mutex_static", case_mutex_static }, { "mutex_kinds", case_mutex_kinds },
@@ -1300,6 +1501,8 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "once_cancel", case_once_cancel }, { "mutex_handover", case_mutex_handover }, { "mutex_timed_race", case_mutex_timed_race },
   { "io_pipe", case_io_pipe }, { "io_echo", case_io_echo }, { "io_cancel", case_io_cancel },
   { "io_modes", case_io_modes }, { "io_poll", case_io_poll },
+  { "sig_post", case_sig_post }, { "sig_eintr", case_sig_eintr },
+  { "sig_kill_rwlock", case_sig_kill_rwlock }, { "sig_mask", case_sig_mask },
 };
 
 int main(int argc, char **argv) {
