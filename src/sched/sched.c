@@ -366,42 +366,10 @@ bool ursa__unpark_first(struct ursa__waitq *q, int res) {
   return ursa__q_wake_first_m(URSA__CHECKED, q, res);
 }
 
-/* ursa__unpark_first, and the woken thread's descriptor stored into *slot before it can run (so a
- * mutex's new owner is written by the hand-over and the woken thread has nothing to do after its
- * switch: its park can be a tail call).  Mirrors ursa__q_wake_first_m. */
-static inline bool unpark_first_to_m(int mode, struct ursa__waitq *q, int res, struct ursa__thread **slot) {
-  struct ursa__waiter *w;
-  if (mode != URSA__SMPMODE) {
-    if ((w = ursa__q_pop(q)) == NULL) return false;
-    if (ursa_likely(!ursa__waiter_is_call(w))) *slot = ursa__thread_of(w);
-    ursa__wake_m(mode, w, res);
-    return true;
-  }
-  while ((w = ursa__q_pop(q)) != NULL) {
-    struct ursa__thread *t;
-    if (ursa_unlikely(ursa__waiter_is_call(w))) break;
-    t = ursa__thread_of(w);
-    if (ursa_likely(t->timer_vp == NULL)) {
-      /* relaxed: the wake-up below publishes it to the woken thread (its queue's lock, or the
-       * hand-off on this VP); other VPs read it under the object's lock, which the caller holds */
-      __atomic_store_n(slot, t, __ATOMIC_RELAXED);
-      if (ursa__smp_wake_fast(ursa__tls_vp, t, res)) return true;
-      break;
-    }
-    if (ursa__claim_for_waker(t)) {
-      __atomic_store_n(slot, t, __ATOMIC_RELAXED);
-      break;
-    }                                        /* else its timer owns it: pass it over */
-  }
-  if (w == NULL) return false;
-  ursa__smp_wake(ursa__tls_vp, w, res);
-  return true;
-}
-
 /* The other modes out of line, so that the one-VP path needs no stack frame. */
 static URSA_NOINLINE bool unpark_first_to_slow(int mode, struct ursa__waitq *q, int res, struct ursa__thread **slot) {
-  if (mode == URSA__SMPMODE) return unpark_first_to_m(URSA__SMPMODE, q, res, slot);
-  return unpark_first_to_m(URSA__CHECKED, q, res, slot);
+  if (mode == URSA__SMPMODE) return ursa__q_wake_first_to_m(URSA__SMPMODE, q, res, slot);
+  return ursa__q_wake_first_to_m(URSA__CHECKED, q, res, slot);
 }
 
 bool ursa__unpark_first_to(struct ursa__waitq *q, int res, struct ursa__thread **slot) {
@@ -409,7 +377,7 @@ bool ursa__unpark_first_to(struct ursa__waitq *q, int res, struct ursa__thread *
   int mode;
   if (ursa_unlikely(vp == NULL)) return false;       /* not on a VP (waiter.h) */
   mode = vp->mode;
-  if (ursa_likely(mode == URSA__FAST)) return unpark_first_to_m(URSA__FAST, q, res, slot);
+  if (ursa_likely(mode == URSA__FAST)) return ursa__q_wake_first_to_m(URSA__FAST, q, res, slot);
   return unpark_first_to_slow(mode, q, res, slot);
 }
 

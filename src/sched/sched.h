@@ -354,11 +354,16 @@ static inline void ursa__wake_m(int mode, struct ursa__waiter *w, int res) {
   ursa__wake_ready(ursa__thread_of(w), res);
 }
 /* ursa__q_take_m and ursa__wake_m in one, for the hottest waker (a semaphore's post): each test of
- * a waiter is made once.  True when a waiter of q was woken. */
-static inline bool ursa__q_wake_first_m(int mode, struct ursa__waitq *q, int res) {
+ * a waiter is made once.  True when a waiter of q was woken.  slot, when not NULL (a constant NULL
+ * compiles away), receives the woken thread's descriptor before that thread can run: a mutex's
+ * owner word (ursa__unpark_first_to, waiter.h).  Relaxed: the wake-up publishes it to the woken
+ * thread (its queue's lock, or the hand-off on this VP); other VPs read it under the object's
+ * lock, which the caller holds. */
+static inline bool ursa__q_wake_first_to_m(int mode, struct ursa__waitq *q, int res, struct ursa__thread **slot) {
   struct ursa__waiter *w;
   if (mode != URSA__SMPMODE) {
     if ((w = ursa__q_pop(q)) == NULL) return false;
+    if (slot && ursa_likely(!ursa__waiter_is_call(w))) *slot = ursa__thread_of(w);
     ursa__wake_m(mode, w, res);
     return true;
   }
@@ -367,14 +372,21 @@ static inline bool ursa__q_wake_first_m(int mode, struct ursa__waitq *q, int res
     if (ursa_unlikely(ursa__waiter_is_call(w))) break;
     t = ursa__thread_of(w);
     if (ursa_likely(t->timer_vp == NULL)) {
+      if (slot) __atomic_store_n(slot, t, __ATOMIC_RELAXED);
       if (ursa__smp_wake_fast(ursa__tls_vp, t, res)) return true;
       break;
     }
-    if (ursa__claim_for_waker(t)) break;     /* else its timer owns it: pass it over */
+    if (ursa__claim_for_waker(t)) {          /* else its timer owns it: pass it over */
+      if (slot) __atomic_store_n(slot, t, __ATOMIC_RELAXED);
+      break;
+    }
   }
   if (w == NULL) return false;
   ursa__smp_wake(ursa__tls_vp, w, res);
   return true;
+}
+static inline bool ursa__q_wake_first_m(int mode, struct ursa__waitq *q, int res) {
+  return ursa__q_wake_first_to_m(mode, q, res, NULL);
 }
 /* The same, in the mode of vp, the waker's VP (every VP of a runtime has several-VP mode or none). */
 static inline void ursa__wake(const struct ursa__vp *vp, struct ursa__waiter *w, int res) {
