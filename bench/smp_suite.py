@@ -155,7 +155,7 @@ def parse_lines(stdout, skip_first=False):
 def new_entry(job, bench, impl, unit, what):
     return {"bench": bench, "impl": impl, "unit": unit, "what": what, "program": job.program,
             "args": job.args, "status": "pending", "reason": None, "samples": [], "warmup": None,
-            "fields": [], "answer": None, "expected_answer": job.answers.get((bench, impl)),
+            "fields": [], "sys": [], "answer": None, "expected_answer": job.answers.get((bench, impl)),
             "n": None, "median": None, "min": None, "max": None}
 
 
@@ -187,6 +187,60 @@ def check_job_run(job, rc, stdout, stderr, timeout):
     return got, vpstats, None
 
 
+# ---- what the machine did during a run ------------------------------------------------------------
+# Counters of the kernel read before and after every run (each a sum over the CPUs): steal time
+# (the hypervisor ran something else on our virtual CPUs), TLB-shootdown, function-call and
+# rescheduling interrupts, page faults, THP and compaction events, and the pressure-stall totals.
+# They explain a run that is slow for a reason outside the program (a virtual CPU packed with its
+# sibling on one host core shows as steal; a memory monitor's TLB flushes as TLB interrupts).
+SYS_VMSTAT = ("pgfault", "pgmajfault", "thp_fault_alloc", "compact_stall", "pgscan_kswapd",
+              "pgscan_direct", "numa_pages_migrated")
+
+
+def sys_snapshot():
+    snap = {}
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if line.startswith("cpu "):
+                    v = line.split()
+                    hz = os.sysconf("SC_CLK_TCK")
+                    snap["steal_ms"] = int(v[8]) * 1000.0 / hz
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/proc/interrupts") as f:
+            for line in f:
+                name = line.split(":", 1)[0].strip()
+                if name in ("TLB", "CAL", "RES"):
+                    snap[name.lower() + "_irq"] = sum(int(x) for x in line.split(":", 1)[1].split()
+                                                      if x.isdigit())
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                k, _, v = line.partition(" ")
+                if k in SYS_VMSTAT:
+                    snap[k] = int(v)
+    except (OSError, ValueError):
+        pass
+    for what in ("cpu", "memory"):
+        try:
+            with open(f"/proc/pressure/{what}") as f:
+                m = re.search(r"^some .*total=(\d+)", f.read(), re.M)
+                if m:
+                    snap[f"psi_{what}_ms"] = int(m.group(1)) / 1000.0
+        except OSError:
+            pass
+    return snap
+
+
+def sys_delta(before, after):
+    return {k: round(after[k] - before[k], 3) for k in after if k in before}
+
+
 def run(jobs, settings, build_bench, env, progress, plan_items, run_program, timeout):
     """Runs every job (1 warm-up + settings['runs'] timed runs); returns (entries, vpstats)."""
     entries, by_key, vpstat_runs = [], {}, []
@@ -209,8 +263,10 @@ def run(jobs, settings, build_bench, env, progress, plan_items, run_program, tim
         for r in range(runs):
             kind = "warm-up" if r == 0 else f"run {r}/{runs - 1}"
             progress.show(f"{label} {kind}", True, est, 0.0)
+            before = sys_snapshot()
             rc, out, err, secs = run_program(
                 path, job.args, env, lambda t, k=kind: progress.show(f"{label} {k}", False, est, t))
+            events = sys_delta(before, sys_snapshot())
             progress.run_done(est, secs)
             got, vps, why = check_job_run(job, rc, out, err, timeout)
             if why is not None:
@@ -225,6 +281,7 @@ def run(jobs, settings, build_bench, env, progress, plan_items, run_program, tim
                     e["warmup"] = res["value"]
                     continue
                 e["samples"].append(res["value"])
+                e["sys"].append(events)
                 e["fields"].append({k: v for k, v in res.items()
                                     if k not in ("bench", "impl", "value", "unit")})
                 e["answer"] = int(res["answer"]) if res.get("answer", "").isdigit() else None
@@ -238,7 +295,12 @@ def run(jobs, settings, build_bench, env, progress, plan_items, run_program, tim
                 e["median"] = statistics.median(e["samples"])
                 e["min"], e["max"] = min(e["samples"]), max(e["samples"])
                 parts.append(f"{e['bench']} {fmt(e['median'])} {e['unit']}")
-            progress.note(f"{label}: medians " + ", ".join(parts[:4]) + (" ..." if len(parts) > 4 else ""))
+            ev = mine[0]["sys"]
+            keys = ("steal_ms", "tlb_irq", "cal_irq", "psi_cpu_ms", "psi_memory_ms")
+            sysnote = ", ".join(f"{k} {statistics.median(x[k] for x in ev):g}" for k in keys
+                                if ev and all(k in x for x in ev))
+            progress.note(f"{label}: medians " + ", ".join(parts[:4]) + (" ..." if len(parts) > 4 else "")
+                          + (f" (machine per run, medians: {sysnote})" if sysnote else ""))
     return entries, vpstat_runs
 
 
