@@ -2,7 +2,8 @@
 # scripts/check-model.sh - model-checks model/rotator.pml (ursa's SMP scheduler: the Protect
 # Queue with its overflow list, the inline hand-off and the on-CPU byte, the Waiver-Queue ring and
 # the interval timer's ring step, the VP sleep/wake protocol; see model/README.md) and
-# model/switch.pml (the context switch's on-CPU byte against timer signals, issue #22) with Spin:
+# model/switch.pml (the context switch's on-CPU byte against timer signals, issue #22) and
+# model/steal.pml (an idle VP's turn on a stalled VP's Protect Queue, issue #20) with Spin:
 # each protocol must verify exhaustively in every configuration below, with no cycle in its state
 # graph (every execution finite), and each deliberately broken variant must be caught with the
 # assertion that names its bug (so the check cannot pass vacuously).  One line per check; exits 0
@@ -34,8 +35,8 @@ trap 'rm -rf "$tmp"' EXIT
 #                  models have no progress label, so any cycle at all is one: every execution
 #                  must be finite).  pan checks no end states in this mode: rotator.pml's
 #                  monitor asserts them itself (stuck).
-#          safety: pan -DSAFETY: assertions and invalid end states (switch.pml)
-#          cycles: pan -DNP -l for switch.pml, whose end states the safety check covers
+#          safety: pan -DSAFETY: assertions and invalid end states (switch.pml, steal.pml)
+#          cycles: pan -DNP -l for switch.pml and steal.pml, whose end states the safety check covers
 #   EXPECT pass, or the text pan must print for the error (e.g. "!(lost_wakeup)")
 # A check that must pass builds pan with -O1 when it is large (rotator.pml), else with -O0
 # (faster to build; a counterexample is found in a fraction of a second).
@@ -78,7 +79,8 @@ run() {
 # kept C, wq capacity W, ring capacity R, yields+blocks B, timer ticks K (defaults: N=2 T=3 C=1 W=1
 # R=1 B=2 K=1), WQ_RING: the Waiver Queues at the level of their ring's slots and positions;
 # model/README.md says what each configuration reaches.  switch.pml: blocks M,
-# signals per VP NSIG (defaults: M=3 NSIG=2).
+# signals per VP NSIG (defaults: M=3 NSIG=2).  steal.pml: threads T, ring capacity R, the owner's
+# moves B, the thief's turns S (defaults: T=3 R=2 B=4 S=2).
 checks=(
   # The protocol, exhaustively, every execution finite (mode all: no cycle at all).
   "verified N=2 T=3 C=1 W=1 R=1 B=2 K=1       | rotator.pml | -DN=2 -DT=3 -DC=1 -DW=1 -DR=1 -DB=2 -DK=1 | all | pass"
@@ -111,6 +113,16 @@ checks=(
   "switch BUG_CLEAR_BEFORE_MOVE, no signals   | switch.pml  | -DBUG_CLEAR_BEFORE_MOVE -DNSIG=0 | safety | pass"
   "switch BUG_CLEAR_BEFORE_MOVE (issue #22)   | switch.pml  | -DBUG_CLEAR_BEFORE_MOVE       | safety | !(frame_clobbered)"
   "switch BUG_NO_ONCPU_WAIT                   | switch.pml  | -DBUG_NO_ONCPU_WAIT           | safety | !(resumed_twice)"
+  # Stealing from a stalled VP (issue #20): the owner's brackets against a thief's turn verify,
+  # with no cycle; a missing membarrier, a thief that ignores the bracket and a bracket left too
+  # early are caught; and turns do take threads (the checks are not vacuous).
+  "steal verified T=3 R=2 B=4 S=2             | steal.pml   | -DT=3 -DR=2 -DB=4 -DS=2         | safety | pass"
+  "steal no cycle T=3 R=2 B=4 S=2             | steal.pml   | -DT=3 -DR=2 -DB=4 -DS=2         | cycles | pass"
+  "steal verified T=4 R=2 B=6 S=3             | steal.pml   | -DT=4 -DR=2 -DB=6 -DS=3         | safety | pass"
+  "steal BUG_NO_MEMBARRIER                    | steal.pml   | -DBUG_NO_MEMBARRIER           | safety | !(double_take)"
+  "steal BUG_NO_CHECK                         | steal.pml   | -DBUG_NO_CHECK                | safety | !(double_take)"
+  "steal BUG_EXIT_EARLY                       | steal.pml   | -DBUG_EXIT_EARLY              | safety | !(double_take)"
+  "steal REACH_STEAL (turns take threads)     | steal.pml   | -DREACH_STEAL                 | safety | !(stolen)"
 )
 
 # Up to $URSA_MODEL_JOBS checks at a time (default: the CPUs, at most 4); lines in order.
