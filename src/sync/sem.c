@@ -6,7 +6,7 @@
  * P cannot overtake it.  A post never switches.  A timed-out waiter has been removed from the
  * queue by its timer (sched.c), so no unit is ever lost to it.
  * With several VPs every operation holds the semaphore's lock (src/core/vp.h, ursa__olock: not
- * written while every other VP sleeps).
+ * written while every other VP sleeps; the solo wait and post below do not even note it).
  * The wait is one "take or queue" step, shared by ursa_sem_wait and the waiter interface
  * (waiter.h), which queues a call waiter in the place of the calling thread.
  * Executed only by ursa threads.
@@ -86,10 +86,33 @@ static URSA_NOINLINE int sem_wait_slow(struct ursa__vp *vp, struct ursa__sem *x,
   return sem_wait_checked(vp, x, deadline);
 }
 
+/* Every mode but the fast one comes here first (the fast path keeps its one test).  Several VPs
+ * while this one is solo (every other VP sleeps until this one kicks it: core/vp.h): the wait
+ * without a deadline, with the semaphore's lock not even noted.  ursa__olock_smp notes a
+ * lock it elides so that a kick inside the critical section can make it real (ursa__solo_end);
+ * here nothing between the elided lock and the release (ursa__smp_block, before its pick) can
+ * kick, so there is nothing to make real.  The instructions of the noting and of its release are
+ * what the 2-VP thread-ring spent on the lock (issue #20).  Frameless: every call is a tail call. */
+static URSA_NOINLINE int sem_wait_solo(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline) {
+  struct ursa__thread *cur;
+  if (ursa_unlikely(vp->mode != URSA__SMPMODE || deadline != 0 || !ursa__solo()))
+    return sem_wait_slow(vp, x, deadline);
+  vp->stats.p_ops++;
+  if (ursa_likely(x->value > 0)) {
+    x->value--;
+    return 0;
+  }
+  vp->stats.p_blocking++;
+  cur = vp->cur;
+  ursa__q_push(&x->q, &cur->w);
+  cur->timer_vp = NULL;                                /* (ursa__block_m's SMP path, no deadline) */
+  return ursa__smp_block(vp, URSA__W_SEM, x, NULL);    /* no lock to release */
+}
+
 static int sem_wait(ursa_sem_t *s, uint64_t deadline) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
-  if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_wait_slow(vp, x, deadline);
+  if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_wait_solo(vp, x, deadline);   /* or slow */
   return sem_wait_(vp, x, deadline, URSA__FAST);
 }
 
@@ -143,10 +166,38 @@ static URSA_NOINLINE int sem_post_slow(struct ursa__vp *vp, struct ursa__sem *x)
   return r;
 }
 
+/* Several VPs while this one is solo: the post whose waiter takes the common hand-off (or that
+ * finds no waiter), with the lock not even noted, as sem_wait_solo says; everything else (a call
+ * waiter, a timed waiter, a wake-up that ready_slow decides, which may kick another VP while the
+ * lock is held, tracing, a deferred preemption) goes to sem_post_slow.  A deferred preemption
+ * flagged after the test is taken at the next preemption point. */
+static URSA_NOINLINE int sem_post_solo(struct ursa__vp *vp, struct ursa__sem *x) {
+  struct ursa__waiter *w;
+  struct ursa__thread *t;
+  if (ursa_unlikely(vp->mode != URSA__SMPMODE || !ursa__solo() ||
+                    __atomic_load_n(&vp->pre_pending, __ATOMIC_RELAXED)))
+    return sem_post_slow(vp, x);
+  w = x->q.head;
+  if (w == NULL) {
+    if (ursa_unlikely(x->value >= URSA_SEM_VALUE_MAX)) return sem_post_slow(vp, x);
+    x->value++;
+    return 0;
+  }
+  if (ursa_unlikely(ursa__waiter_is_call(w))) return sem_post_slow(vp, x);
+  t = ursa__thread_of(w);
+  if (ursa_unlikely(t->timer_vp != NULL) || !ursa__smp_handoff_ok(vp, t) || URSA__TRACING())
+    return sem_post_slow(vp, x);
+  ursa__q_pop(&x->q);                                  /* w */
+  t->w.wake_result = 0;                                /* as ursa__smp_wake_fast */
+  ursa__set_state(t, URSA__READY);
+  ursa__smp_handoff(vp, t);
+  return 0;
+}
+
 int ursa_sem_post(ursa_sem_t *s) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
-  if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_post_slow(vp, x);
+  if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_post_solo(vp, x);   /* or slow */
   return sem_post_(vp, x, URSA__FAST);
 }
 
