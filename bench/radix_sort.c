@@ -18,6 +18,11 @@
  *             ("barrier synchronization by creation and termination").  ursa runs N VPs with its
  *             default policy (or URSA_SCHED).
  *   ursa-any  the same with URSA_VP_ANY placement (the least loaded VP at creation).
+ *   ursa-block the same with the fixed variant's partition as placement: slice t's thread is
+ *             bound to VP t N / T (ursa_attr_setvp).  It separates what fork-join costs from what
+ *             the scheduler's placement costs: slices t and t+1 write neighbouring words of hist
+ *             and neighbouring runs of the output, so wherever adjacent slices run at the same
+ *             time on different CPUs their cache lines move between the CPUs.
  *   pthread   each phase creates and joins 2^8 POSIX threads (64 KiB stacks, like ursa's).
  *   fixed     hand-partitioned: N kernel threads (main and N-1 pthreads) made once, before the
  *             clock; kernel thread j does slices [j T/N, (j+1) T/N) of every phase; a
@@ -32,18 +37,18 @@
  * Checked after each sort (exit 1 on failure): the output is sorted, and it is a permutation of
  * the input (count, sum and sum of a 64-bit hash of the keys agree).
  *
- * Usage: radix_sort <ursa|ursa-any|pthread|fixed> [N = CPUs] [r: all | 1..12 | list like 1,4,8,10]
+ * Usage: radix_sort <ursa|ursa-any|ursa-block|pthread|fixed> [N = CPUs] [r: all | 1..12 | list like 1,4,8,10]
  *                   [log2 keys = 22] [log2 threads = 8]
  */
 #include "smp_common.h"
 
 #include <pthread.h>
 
-#define USAGE "radix_sort <ursa|ursa-any|pthread|fixed> [N = CPUs] [all | r | r1,r2,... (1..12)] " \
+#define USAGE "radix_sort <ursa|ursa-any|ursa-block|pthread|fixed> [N = CPUs] [all | r | r1,r2,... (1..12)] " \
               "[log2 keys = 22] [log2 threads = 8]"
 #define R_MAX 12
 
-enum variant { V_URSA, V_URSA_ANY, V_PTHREAD, V_FIXED };
+enum variant { V_URSA, V_URSA_ANY, V_PTHREAD, V_FIXED, V_URSA_BLOCK };
 
 static uint32_t nkeys, nthr;              /* keys, threads (slices) per phase */
 static uint32_t *src, *dst;               /* this pass: from, to */
@@ -92,10 +97,14 @@ static void *scatter_entry(void *arg) { scatter_slice((uint32_t)(uintptr_t)arg);
 static ursa_thread_t *uth;
 static ursa_attr_t uattr;
 static const ursa_attr_t *uattr_p;        /* NULL: default attributes */
+static ursa_attr_t *battr;                /* ursa-block: one attribute per VP, NULL otherwise */
+static unsigned nvps_block;
 
 static void phase_ursa(void *(*fn)(void *)) {
   uint32_t t;
-  for (t = 0; t < nthr; t++) BENCH_CHECK(ursa_create(&uth[t], uattr_p, fn, (void *)(uintptr_t)t));
+  for (t = 0; t < nthr; t++)
+    BENCH_CHECK(ursa_create(&uth[t], battr ? &battr[(uint64_t)t * nvps_block / nthr] : uattr_p, fn,
+                            (void *)(uintptr_t)t));
   for (t = 0; t < nthr; t++) BENCH_CHECK(ursa_join(uth[t], NULL));
 }
 
@@ -194,6 +203,7 @@ int main(int argc, char **argv) {
   vname = argv[1];
   if (strcmp(vname, "ursa") == 0) v = V_URSA;
   else if (strcmp(vname, "ursa-any") == 0) v = V_URSA_ANY;
+  else if (strcmp(vname, "ursa-block") == 0) v = V_URSA_BLOCK;
   else if (strcmp(vname, "pthread") == 0) v = V_PTHREAD;
   else if (strcmp(vname, "fixed") == 0) v = V_FIXED;
   else { fprintf(stderr, "usage: %s\n", USAGE); return 2; }
@@ -249,12 +259,22 @@ int main(int argc, char **argv) {
   switch (v) {
   case V_URSA:
   case V_URSA_ANY:
+  case V_URSA_BLOCK:
     smp_init(n, 0);
     smp_vp_tids_init();
     if (v == V_URSA_ANY) {
       BENCH_CHECK(ursa_attr_init(&uattr));
       BENCH_CHECK(ursa_attr_setvp(&uattr, URSA_VP_ANY));
       uattr_p = &uattr;
+    }
+    if (v == V_URSA_BLOCK) {
+      nvps_block = n;
+      battr = calloc(n, sizeof *battr);
+      if (battr == NULL) { fprintf(stderr, "radix_sort: out of memory\n"); return 1; }
+      for (unsigned j = 0; j < n; j++) {
+        BENCH_CHECK(ursa_attr_init(&battr[j]));
+        BENCH_CHECK(ursa_attr_setvp(&battr[j], (int)j));
+      }
     }
     snprintf(impl, sizeof impl, "%s-%uvp", vname, n);
     break;
@@ -282,11 +302,11 @@ int main(int argc, char **argv) {
     char bench[32];
     snprintf(bench, sizeof bench, "radix-2^%u", r);
     memcpy(buf_a, input, (size_t)nkeys * sizeof *input);
-    if (v == V_URSA || v == V_URSA_ANY) smp_vp_snapshot(&s0);
+    if (v == V_URSA || v == V_URSA_ANY || v == V_URSA_BLOCK) smp_vp_snapshot(&s0);
     t0 = bench_now_ns();
     out = sort(v, r);
     t1 = bench_now_ns();
-    if (v == V_URSA || v == V_URSA_ANY) smp_vp_snapshot(&s1);
+    if (v == V_URSA || v == V_URSA_ANY || v == V_URSA_BLOCK) smp_vp_snapshot(&s1);
     for (k = 1; k < nkeys; k++)
       if (out[k - 1] > out[k]) {
         fprintf(stderr, "radix_sort %s r=%u: not sorted at %u (%u > %u)\n", impl, r, k, out[k - 1], out[k]);
@@ -299,14 +319,18 @@ int main(int argc, char **argv) {
     }
     printf("RESULT bench=%s impl=%s value=%.4f unit=ms n=%u passes=%u phases=%u threads=%u",
            bench, impl, (double)(t1 - t0) / 1e6, nkeys, passes, 2 * passes, nthr);
-    if (v == V_URSA || v == V_URSA_ANY) printf(" policy=%s", ursa_sched_policy());
+    if (v == V_URSA || v == V_URSA_ANY || v == V_URSA_BLOCK) printf(" policy=%s", ursa_sched_policy());
     printf("\n");
     fflush(stdout);
-    if (v == V_URSA || v == V_URSA_ANY) smp_vp_print(bench, impl, &s0, &s1);
+    if (v == V_URSA || v == V_URSA_ANY || v == V_URSA_BLOCK) smp_vp_print(bench, impl, &s0, &s1);
   }
 
-  if (v == V_URSA || v == V_URSA_ANY) {
+  if (v == V_URSA || v == V_URSA_ANY || v == V_URSA_BLOCK) {
     if (v == V_URSA_ANY) BENCH_CHECK(ursa_attr_destroy(&uattr));
+    if (battr) {
+      for (unsigned j = 0; j < nvps_block; j++) BENCH_CHECK(ursa_attr_destroy(&battr[j]));
+      free(battr);
+    }
     BENCH_CHECK(ursa_fini());
   } else if (v == V_FIXED) {
     __atomic_store_n(&quit, 1, __ATOMIC_RELEASE);
