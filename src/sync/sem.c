@@ -187,7 +187,8 @@ static URSA_NOINLINE int sem_post_solo(struct ursa__vp *vp, struct ursa__sem *x)
   t = ursa__thread_of(w);
   if (ursa_unlikely(t->timer_vp != NULL) || !ursa__smp_handoff_ok(vp, t) || URSA__TRACING())
     return sem_post_slow(vp, x);
-  ursa__q_pop(&x->q);                                  /* w */
+  x->q.head = w->qnext;                                /* ursa__q_pop, with w known */
+  if (x->q.head) x->q.head->qprev = NULL; else x->q.tail = NULL;
   t->w.wake_result = 0;                                /* as ursa__smp_wake_fast */
   ursa__set_state(t, URSA__READY);
   ursa__smp_handoff(vp, t);
