@@ -341,8 +341,23 @@ int upt_sig_someone_takes(int sig) {
   return 0;
 }
 
+/* A thread whose wait has ended (woken or timed out) still shows that wait until it runs again,
+ * so a thread that could not be interrupted is passed over in the following looks of the same
+ * delivery: otherwise, with one VP and a cooperative model, the dispatcher would pick it again and
+ * again without ever letting it run (a livelock: the Open POSIX Test Suite's pthread_create/14-1,
+ * two signals racing a sleep that has ended, hung so under every configuration). */
+#define UPT_SIG_TRIES 16
+
+static int tried(struct upt_thread *const *failed, int n, const struct upt_thread *t) {
+  for (int i = 0; i < n; i++)
+    if (failed[i] == t) return 1;
+  return 0;
+}
+
 int upt_sig_interrupt_one(int sig) {
   uint64_t b = (uint64_t)1 << (sig - 1);
+  struct upt_thread *failed[UPT_SIG_TRIES];
+  int nfailed = 0;
   for (;;) {
     struct upt_thread *best = NULL;
     uint64_t best_seq = UINT64_MAX;
@@ -350,7 +365,7 @@ int upt_sig_interrupt_one(int sig) {
     int i;
     upt_spin_lock(&main_record.lock);
     if (main_record.magic == UPT_MAGIC && !main_record.finished && !(main_record.sig_mask & b) &&
-        in_eintr_wait(&main_record))
+        in_eintr_wait(&main_record) && !tried(failed, nfailed, &main_record))
       best = &main_record;
     upt_spin_unlock(&main_record.lock);
     upt_spin_lock(&free_lock);
@@ -361,7 +376,8 @@ int upt_sig_interrupt_one(int sig) {
         struct upt_thread *t = &c->rec[i];
         if (__atomic_load_n(&t->magic, __ATOMIC_ACQUIRE) != UPT_MAGIC) continue;
         upt_spin_lock(&t->lock);
-        if (!t->finished && !(t->sig_mask & b) && in_eintr_wait(t) && t->wait_seq < best_seq) {
+        if (!t->finished && !(t->sig_mask & b) && in_eintr_wait(t) && t->wait_seq < best_seq &&
+            !tried(failed, nfailed, t)) {
           best_seq = t->wait_seq;
           best = t;
         }
@@ -373,8 +389,12 @@ int upt_sig_interrupt_one(int sig) {
     if (__atomic_fetch_or(&best->sig_pending, b, __ATOMIC_SEQ_CST) & b) return 1;   /* merged */
     if (upt_sig_interrupt(best) <= 0) {
       /* its wait ended meanwhile (woken, timed out): take the signal back and look again, so
-       * that it is not left pending in a thread that may never wait again */
-      if (__atomic_fetch_and(&best->sig_pending, ~b, __ATOMIC_SEQ_CST) & b) continue;
+       * that it is not left pending in a thread that may never wait again; past it */
+      if (__atomic_fetch_and(&best->sig_pending, ~b, __ATOMIC_SEQ_CST) & b) {
+        if (nfailed == UPT_SIG_TRIES) return 0;   /* the dispatcher runs the handler itself */
+        failed[nfailed++] = best;
+        continue;
+      }
     }
     return 1;                                   /* it runs the handler, then returns EINTR */
   }
