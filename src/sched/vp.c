@@ -70,7 +70,12 @@
  *   of 0, which its acquire load pairs with).  A descheduled owner is outside at once: the kernel's
  *   switch is a full barrier.  Stealing is off where membarrier's expedited command cannot be
  *   registered (Linux before 4.14).  The wake-up's hand-off needs no bracket (sched.h says why);
- *   the pick's does: 15 instructions per pass of the 2-VP thread-ring (268 -> 283).
+ *   the pick's does (15 instructions per pass of the 2-VP thread-ring, 268 -> 283), except while
+ *   the VP is solo ("Solo" above): then every other VP sleeps until this one kicks it, so no thief
+ *   runs, and pick_handoff, which kicks no one, leaves the bracket out (the ring: 226 -> 215).  The
+ *   kick that ends solo adds to the kicker's heartbeat, so that the VP it wakes does not take the
+ *   heartbeat that stood still meanwhile for a stall.  (model/steal.pml checks the brackets; solo
+ *   is the rotator model's and the lock elision's argument, not modelled with them.)
  *
  * The on-CPU byte (arch/context.h): a thread can be made READY by another VP while its own VP is
  *   still switching away from it (it unlocked the object it waits on, then switches).  Every
@@ -207,7 +212,14 @@ void ursa__vp_kick(struct ursa__vp *v) {
   if (__atomic_fetch_add(&x->sleeping, 0u, __ATOMIC_SEQ_CST) == 0) return;
   old = __atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL);
   if (old == 0) return;                                /* someone else woke it */
-  if (old == 3) __atomic_fetch_sub(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL);   /* it was counted */
+  if (old == 3) {                                      /* it was counted */
+    __atomic_fetch_sub(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL);
+    /* this VP may have been solo, its picks unbracketed (pick_handoff): a new heartbeat, so that
+     * the VP woken now does not take the still one for a stall and steal at once (stored by the
+     * owner only; the count bits are untouched, so a bracket that is open stays open) */
+    if (me != NULL)
+      __atomic_store_n(&me->pq_word, __atomic_load_n(&me->pq_word, __ATOMIC_RELAXED) + 0x10000u, __ATOMIC_RELAXED);
+  }
   __atomic_fetch_add(&x->wakeseq, 1u, __ATOMIC_RELEASE);
   if (old == 4) ursa__io_hooks.kick(v);                /* asleep in its I/O engine: the eventfd */
   else futex_wake(&x->wakeseq);
@@ -476,27 +488,33 @@ static URSA_NOINLINE struct ursa__thread *pick_slow(struct ursa__vp *vp, const s
  * regions are not balanced automatically, the policy has nothing to move at this switch (with one
  * ready thread: only the rotator's drain of VP_backward's Waiver Queue), and the thread is
  * unpinned.  Then pick_slow would only pop it: the same result, the same stores. */
-static inline struct ursa__thread *pick_handoff(struct ursa__vp *vp) {
+static inline struct ursa__thread *pick_handoff_in(struct ursa__vp *vp) {
   struct ursa__smp *x = vp->x;
   struct ursa__runq *q = &vp->runq;
-  struct ursa__thread *t;
-  ursa__pq_enter(vp);
-  t = q->next;
+  struct ursa__thread *t = q->next;
   if (ursa_likely(t != NULL && q->head == q->tail && q->xhead == NULL &&
                   (__atomic_load_n(&x->inbox_n, __ATOMIC_RELAXED) |
                    __atomic_load_n(&x->moves, __ATOMIC_RELAXED)) == 0 &&
                   !ursa__g.region_balance && t->region == NULL && !t->pinned &&
                   (x->bwd_wq == NULL || ursa__wq_empty(x->bwd_wq)))) {
     q->next = NULL;
-    ursa__pq_exit(vp);
     URSA_ASSERT(ursa__get_state(t) == URSA__READY);
     t->vp = vp;
     if (x->load != 0) __atomic_store_n(&x->load, 0u, __ATOMIC_RELAXED);   /* as pick_slow */
     if (x->busy != 1) __atomic_store_n(&x->busy, 1u, __ATOMIC_RELAXED);
     return t;
   }
-  ursa__pq_exit(vp);
   return NULL;                                         /* pick_slow decides */
+}
+/* Solo: no thief can run until this VP kicks one, and nothing here kicks, so the bracket
+ * ("Stealing") is left out; the kick that ends solo moves the heartbeat (ursa__vp_kick). */
+static inline struct ursa__thread *pick_handoff(struct ursa__vp *vp) {
+  struct ursa__thread *t;
+  if (ursa__solo()) return pick_handoff_in(vp);
+  ursa__pq_enter(vp);
+  t = pick_handoff_in(vp);
+  ursa__pq_exit(vp);
+  return t;
 }
 
 static inline struct ursa__thread *pick(struct ursa__vp *vp, const struct ursa__region *stays) {
