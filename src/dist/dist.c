@@ -76,17 +76,20 @@
                                      not yet see a message that arrived during the sleep */
 #define NBUCKETS     1024
 #define OWNER(id)    ((int)((id) >> 48))
+/* A joinable thread's id: owner rank (16 bits) | join home, the creator's rank (16) | key (32) */
+#define HOME(id)     ((int)(((id) >> 32) & 0xffff))
+#define KEY(id)      ((uint32_t)(id))
 
 enum kind {
   K_SPAWN = 1, K_SPAWN_ANY, K_LOAD, K_JOIN, K_CREATE, K_DESTROY, K_LOCK, K_UNLOCK, K_IS_READ,
-  K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY, K_ACREATE, K_ADESTROY,
+  K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY, K_ACREATE, K_ADESTROY, K_RESULT,
   K_PROBE, K_STATUS, K_SHUTDOWN,                /* termination detection: not counted */
   K_PING, K_PONG                                /* the watchdog's liveness check: not counted */
 };
 static const char *const kind_name[] = {
   "?", "create", "create (any rank)", "load", "join", "object create", "object destroy", "mutex lock",
   "mutex unlock", "I-structure read", "I-structure write", "M-structure take", "M-structure put",
-  "barrier wait", "reply", "array create", "array destroy", "probe", "status", "shutdown", "ping", "pong"};
+  "barrier wait", "reply", "array create", "array destroy", "result", "probe", "status", "shutdown", "ping", "pong"};
 
 enum otype { O_FREE = 0, O_MUTEX, O_IVAR, O_MVAR, O_BARRIER };
 
@@ -126,10 +129,10 @@ struct dobj {
   struct dwait *head, *tail;
 };
 
-struct dthr {                /* a joinable thread run here for ursa_dist_create */
+struct dthr {                /* a joinable thread created from here: this rank is its join home */
   struct dthr *next;
-  uint64_t seq;
-  bool     exited, joining;
+  uint32_t key;
+  bool     exited, joining;  /* exited: its K_RESULT is here; joining: a K_JOIN waits for it */
   int      joiner_src;
   uint64_t joiner_req;
   int      status;
@@ -142,7 +145,7 @@ struct job {                 /* a spawn, between handle and ctx_run */
   struct job *next;
   struct dstate *st;         /* the rank it runs on (the loop transport: its thread-specific value) */
   ursa_dist_fn fn;
-  uint64_t seq;              /* the thread's id, 0 when detached */
+  uint64_t home;             /* joinable: the join home's rank << 32 | key (the id's low 48 bits); 0 detached */
   int      src;
   uint64_t req;
   size_t   len;
@@ -210,10 +213,11 @@ struct dstate {
   int nout;                                   /* atomic reads by the progress thread */
   /* requests */
   struct dreq **slots; uint32_t *sgen; uint32_t *sfree; int nslots, nfree; int nreq;
-  /* threads run here */
+  /* joinable threads created from here (this rank is their join home), by key */
   struct dthr *bucket[NBUCKETS];
-  uint64_t next_seq;
-  int live;
+  uint32_t next_key;                          /* the next key to try (never 0) */
+  bool keys_wrapped;                          /* next_key went past 2^32 - 1 once */
+  int live;                                   /* threads run here for ursa_dist_create, alive */
   /* objects homed here */
   struct dobj *objs; int nobjs, capobjs; int *ofree; int nofree;
   struct held *held;
@@ -388,20 +392,15 @@ static void ctx_run(struct ctx *c) {
     c->jobs = j->next;
     ursa_attr_t a;
     ursa_thread_t t;
-    uint64_t seq = j->seq, id = ((uint64_t)D.rank << 48) | seq;
+    uint64_t id = j->home ? ((uint64_t)D.rank << 48) | j->home : 0;
     int src = j->src;
     uint64_t req = j->req;
     ursa_attr_init(&a);                             /* joinable: reaped by reap() */
     int rc = ursa_create(&t, &a, tramp, j);
     ursa_attr_destroy(&a);
     lock();
-    if (rc != 0) {
-      D.live--;
-      if (seq) {
-        struct dthr **pp = &D.bucket[seq % NBUCKETS];
-        while (*pp && (*pp)->seq != seq) pp = &(*pp)->next;
-        if (*pp) { struct dthr *d = *pp; *pp = d->next; free(d); }
-      }
+    if (rc != 0) {                                  /* no thread, no K_RESULT: the creator */
+      D.live--;                                     /* removes its record on this answer    */
       free(j);
     }
     reply(c, src, req, rc, NULL, 0, rc == 0 ? id : 0);
@@ -415,14 +414,40 @@ static void ctx_run(struct ctx *c) {
   c->capmore = 0;
 }
 
-/* ---- threads run here --------------------------------------------------------------------------- */
+/* ---- join records (this rank is the join home; lock held) ----------------------------------------- */
 
-static struct dthr *thr_find(uint64_t seq, struct dthr ***where) {
-  struct dthr **pp = &D.bucket[seq % NBUCKETS];
-  while (*pp && (*pp)->seq != seq) pp = &(*pp)->next;
+static struct dthr *thr_find(uint32_t key, struct dthr ***where) {
+  struct dthr **pp = &D.bucket[key % NBUCKETS];
+  while (*pp && (*pp)->key != key) pp = &(*pp)->next;
   if (where) *where = pp;
   return *pp;
 }
+
+/* A record for a joinable thread about to be created from here: its key, the next one not in
+ * use.  Keys run 1 .. 2^32 - 1 and then wrap to 1; a key whose record is still here (a thread not
+ * yet joined) is skipped, never reused.  (After a wrap, a handle joined 2^32 creations ago may
+ * name a new thread of the same key: the contract's -EINVAL for "already joined" holds until
+ * then.) */
+static int thr_new(uint32_t *key) {
+  struct dthr *d = calloc(1, sizeof *d);
+  if (d == NULL) return -ENOMEM;
+  for (;;) {
+    uint32_t k = D.next_key++;
+    if (D.next_key == 0) { D.next_key = 1; D.keys_wrapped = true; }
+    if (thr_find(k, NULL) == NULL) { d->key = k; break; }
+  }
+  d->next = D.bucket[d->key % NBUCKETS];
+  D.bucket[d->key % NBUCKETS] = d;
+  *key = d->key;
+  return 0;
+}
+
+static void thr_drop(uint32_t key) {
+  struct dthr **pp, *d = thr_find(key, &pp);
+  if (d) { *pp = d->next; free(d->res); free(d); }
+}
+
+/* ---- threads run here --------------------------------------------------------------------------- */
 
 static void *tramp(void *p) {
   struct job *j = p;
@@ -432,24 +457,10 @@ static void *tramp(void *p) {
   ssize_t rc = res ? j->fn(j->arg, j->len, res, URSA_DIST_RES_MAX) : -ENOMEM;
   if (rc > (ssize_t)URSA_DIST_RES_MAX) rc = -EMSGSIZE;
   lock();
-  if (j->seq) {
-    struct dthr **pp, *d = thr_find(j->seq, &pp);
-    if (d) {
-      int status = rc < 0 ? (int)rc : 0;
-      size_t len = rc < 0 ? 0 : (size_t)rc;
-      if (d->joining) {
-        reply(&c, d->joiner_src, d->joiner_req, status, res, len, 0);
-        *pp = d->next;
-        free(d);
-      } else {
-        d->exited = true;
-        d->status = status;
-        d->len = len;
-        d->res = len ? malloc(len) : NULL;
-        if (len && d->res == NULL) { d->status = -ENOMEM; d->len = 0; }
-        else if (len) memcpy(d->res, res, len);
-      }
-    }
+  if (j->home) {                                    /* push the result to the join home */
+    struct hdr h = {.kind = K_RESULT, .src = D.rank, .obj = ((uint64_t)D.rank << 48) | j->home,
+                    .status = rc < 0 ? (int)rc : 0, .len = rc < 0 ? 0 : (uint32_t)rc};
+    post(&c, HOME(j->home), &h, res);
   }
   unlock();
   ctx_run(&c);
@@ -610,21 +621,14 @@ static void spawn_here(struct ctx *c, const struct hdr *h, const void *data) {
     if (D.fns[i].hash == h->a) { fn = D.fns[i].fn; break; }
   if (fn == NULL) { reply(c, h->src, h->req, -ENOENT, NULL, 0, 0); return; }
   struct job *j = malloc(sizeof *j + h->len);
-  struct dthr *d = NULL;
-  if (j && !(h->flags & URSA_DIST_DETACHED) && (d = calloc(1, sizeof *d)) == NULL) { free(j); j = NULL; }
   if (j == NULL) { reply(c, h->src, h->req, -ENOMEM, NULL, 0, 0); return; }
   j->fn = fn;
   j->st = &D;
-  j->seq = 0;
+  j->home = (h->flags & URSA_DIST_DETACHED) ? 0 : h->obj & ((1ull << 48) - 1);
   j->src = h->src;
   j->req = h->req;
   j->len = h->len;
   if (h->len) memcpy(j->arg, data, h->len);
-  if (d) {
-    d->seq = j->seq = D.next_seq++;
-    d->next = D.bucket[d->seq % NBUCKETS];
-    D.bucket[d->seq % NBUCKETS] = d;
-  }
   D.live++;
   D.st.spawned++;
   j->next = c->jobs;                                  /* ctx_run creates it and replies */
@@ -658,10 +662,14 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
   }
   case K_LOAD:
     break;
-  case K_JOIN: {
-    uint64_t seq = h->obj & ((1ull << 48) - 1);
-    struct dthr **pp, *d = thr_find(seq, &pp);
-    if (d == NULL) { reply(c, h->src, h->req, seq < D.next_seq && seq != 0 ? -EINVAL : -ESRCH, NULL, 0, 0); break; }
+  case K_JOIN: {                                     /* at the join home (from here or a rank */
+    uint32_t key = KEY(h->obj);                      /* the handle was sent to)                */
+    struct dthr **pp, *d = thr_find(key, &pp);
+    if (d == NULL) {                                 /* joined already (or never created) */
+      bool used = key != 0 && (D.keys_wrapped || key < D.next_key);
+      reply(c, h->src, h->req, used ? -EINVAL : -ESRCH, NULL, 0, 0);
+      break;
+    }
     if (d->joining) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
     if (d->exited) {
       reply(c, h->src, h->req, d->status, d->res, d->len, 0);
@@ -673,6 +681,23 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
     d->joining = true;
     d->joiner_src = h->src;
     d->joiner_req = h->req;
+    break;
+  }
+  case K_RESULT: {                                   /* at the join home: a thread ended */
+    struct dthr **pp, *d = thr_find(KEY(h->obj), &pp);
+    if (d == NULL) die("a result from rank %d for no thread created here (key %u): protocol error", h->src, KEY(h->obj));
+    if (d->joining) {
+      reply(c, d->joiner_src, d->joiner_req, h->status, data, h->len, 0);
+      *pp = d->next;
+      free(d);
+      break;
+    }
+    d->exited = true;
+    d->status = h->status;
+    d->len = h->len;
+    d->res = h->len ? malloc(h->len) : NULL;
+    if (h->len && d->res == NULL) { d->status = -ENOMEM; d->len = 0; }
+    else if (h->len) memcpy(d->res, data, h->len);
     break;
   }
   case K_CREATE: {
@@ -1235,7 +1260,7 @@ int ursa_dist_init(int *argc, char ***argv) {
   register_kind();
   D.smp = ursa_vp_count() > 1;
   D.argc = argc; D.argv = argv;
-  D.next_seq = 1;
+  D.next_key = 1;
   ursa_sem_init(&D.kick, 0);
   ursa_sem_init(&D.ready, 0);
   ursa_attr_t a;
@@ -1266,7 +1291,7 @@ int ursa_dist_finalize(void) {
   ursa_join(D.prog, NULL);
   reap();
   for (int i = 0; i < NBUCKETS; i++)
-    while (D.bucket[i]) { struct dthr *d = D.bucket[i]; D.bucket[i] = d->next; free(d->res); free(d); }
+    while (D.bucket[i]) { struct dthr *d = D.bucket[i]; D.bucket[i] = d->next; free(d->res); free(d); }  /* unjoined */
   for (int i = 0; i < D.nobjs; i++) {
     struct dwait *w;
     while ((w = dequeue(&D.objs[i])) != NULL) free(w);
@@ -1311,10 +1336,11 @@ int ursa_dist_register(const char *name, ursa_dist_fn fn) {
   return 0;
 }
 
-/* One request from the calling thread: post it, wait for its answer. */
-static int rpc(int dst, int kind, unsigned flags, uint64_t obj, uint64_t a, const void *data, size_t len,
-               void *out, size_t cap, size_t *outlen, uint64_t *outa) {
-  struct dreq r = {.kind = kind, .dst = dst, .buf = out, .cap = cap};
+/* One request from the calling thread: post it to dst, wait for its answer.  watch: the rank the
+ * answer waits on, which the watchdog pings (dst, but for a join the thread's owner). */
+static int rpc_w(int dst, int watch, int kind, unsigned flags, uint64_t obj, uint64_t a, const void *data, size_t len,
+                 void *out, size_t cap, size_t *outlen, uint64_t *outa) {
+  struct dreq r = {.kind = kind, .dst = watch, .buf = out, .cap = cap};
   struct ctx c = {0};
   struct ursa__thread *self = ursa__self_thread();
   int rc;
@@ -1344,6 +1370,11 @@ static int rpc(int dst, int kind, unsigned flags, uint64_t obj, uint64_t a, cons
   return r.status;
 }
 
+static int rpc(int dst, int kind, unsigned flags, uint64_t obj, uint64_t a, const void *data, size_t len,
+               void *out, size_t cap, size_t *outlen, uint64_t *outa) {
+  return rpc_w(dst, dst, kind, flags, obj, a, data, len, out, cap, outlen, outa);
+}
+
 static int check_rank(int r, bool any) {
   if (!running()) return -ENOTCONN;
   if ((any && r == URSA_RANK_ANY) || (r >= 0 && r < D.size)) return 0;
@@ -1363,18 +1394,36 @@ int ursa_dist_create(ursa_dist_thread_t *t, int rank, const char *name, const vo
   for (int i = 0; i < D.nfns; i++) known = known || D.fns[i].hash == h;
   unlock();
   if (!known) return -ENOENT;                          /* not registered here: no message */
-  rc = rpc(rank, rank == URSA_RANK_ANY ? K_SPAWN_ANY : K_SPAWN, flags, 0, h, arg, len, NULL, 0, NULL, &id);
-  if (rc == 0 && t) t->id = (flags & URSA_DIST_DETACHED) ? 0 : id;
+  /* A joinable thread's record exists here (its join home) before the spawn leaves: its result
+   * may arrive before the spawn's answer (it may run and end on another VP of its rank first). */
+  uint32_t key = 0;
+  if (!(flags & URSA_DIST_DETACHED)) {
+    lock();
+    rc = thr_new(&key);
+    unlock();
+    if (rc) return rc;
+  }
+  uint64_t home = key ? ((uint64_t)D.rank << 32) | key : 0;
+  rc = rpc(rank, rank == URSA_RANK_ANY ? K_SPAWN_ANY : K_SPAWN, flags, home, h, arg, len, NULL, 0, NULL, &id);
+  if (rc != 0 && key) {                                /* no thread (-ENOENT there, -ENOMEM): */
+    lock();                                            /* no result will come                 */
+    thr_drop(key);
+    unlock();
+  }
+  if (rc == 0 && t) t->id = key ? id : 0;
   return rc;
 }
 
+/* Asks the join home, which answers once the result is there: on the creator's rank the K_JOIN
+ * is handled at once by this thread (a function call, no message) and it parks until the result
+ * arrives; from any other rank it is one round trip to the join home. */
 int ursa_dist_join(ursa_dist_thread_t t, void *res, size_t cap, size_t *len) {
   if (!running()) return -ENOTCONN;
-  if (t.id == 0 || OWNER(t.id) >= D.size) return -ESRCH;
+  if (t.id == 0 || OWNER(t.id) >= D.size || HOME(t.id) >= D.size) return -ESRCH;
   if (res == NULL) cap = 0;
   size_t n = 0;
   unsigned char dummy;
-  int rc = rpc(OWNER(t.id), K_JOIN, 0, t.id, 0, NULL, 0, res ? res : &dummy, cap, &n, NULL);
+  int rc = rpc_w(HOME(t.id), OWNER(t.id), K_JOIN, 0, t.id, 0, NULL, 0, res ? res : &dummy, cap, &n, NULL);
   if (len) *len = n;
   if (rc == -EMSGSIZE && res == NULL) rc = 0;          /* the result was not wanted */
   return rc;
