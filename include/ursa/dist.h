@@ -155,6 +155,8 @@ typedef struct ursa_dist_stats {
   uint64_t sent, received;       /* messages (not counting termination detection's)          */
   uint64_t polls, idle_sleeps;   /* progress loop rounds; its short sleeps while idle         */
   uint64_t spawned;              /* threads this rank ran for ursa_dist_create                */
+  uint64_t unjoined;             /* joinable threads created from here and not yet joined (their
+                                    join records: this rank is their join home)              */
 } ursa_dist_stats_t;
 URSA_DIST_API int ursa_dist_stats(ursa_dist_stats_t *out);
 

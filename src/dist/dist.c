@@ -216,6 +216,7 @@ struct dstate {
   /* joinable threads created from here (this rank is their join home), by key */
   struct dthr *bucket[NBUCKETS];
   uint32_t next_key;                          /* the next key to try (never 0) */
+  int nthr;                                   /* records in bucket */
   bool keys_wrapped;                          /* next_key went past 2^32 - 1 once */
   int live;                                   /* threads run here for ursa_dist_create, alive */
   /* objects homed here */
@@ -438,13 +439,14 @@ static int thr_new(uint32_t *key) {
   }
   d->next = D.bucket[d->key % NBUCKETS];
   D.bucket[d->key % NBUCKETS] = d;
+  D.nthr++;
   *key = d->key;
   return 0;
 }
 
 static void thr_drop(uint32_t key) {
   struct dthr **pp, *d = thr_find(key, &pp);
-  if (d) { *pp = d->next; free(d->res); free(d); }
+  if (d) { *pp = d->next; free(d->res); free(d); D.nthr--; }
 }
 
 /* ---- threads run here --------------------------------------------------------------------------- */
@@ -456,11 +458,17 @@ static void *tramp(void *p) {
   unsigned char *res = malloc(URSA_DIST_RES_MAX);
   ssize_t rc = res ? j->fn(j->arg, j->len, res, URSA_DIST_RES_MAX) : -ENOMEM;
   if (rc > (ssize_t)URSA_DIST_RES_MAX) rc = -EMSGSIZE;
+  /* Push the result to the join home (a counted message, as post's).  To rank 0 from another
+   * rank it carries this rank's load without this thread (the K_LOAD below is then not sent). */
+  bool told0 = j->home && HOME(j->home) == 0 && D.rank != 0;
   lock();
-  if (j->home) {                                    /* push the result to the join home */
+  if (j->home) {
     struct hdr h = {.kind = K_RESULT, .src = D.rank, .obj = ((uint64_t)D.rank << 48) | j->home,
                     .status = rc < 0 ? (int)rc : 0, .len = rc < 0 ? 0 : (uint32_t)rc};
-    post(&c, HOME(j->home), &h, res);
+    D.sent++;
+    h.load = (uint16_t)(D.live - 1 > 65535 ? 65535 : D.live - 1);
+    if (HOME(j->home) == D.rank) handle(&c, &h, res);
+    else send_raw(HOME(j->home), &h, res);
   }
   unlock();
   ctx_run(&c);
@@ -482,7 +490,7 @@ static void *tramp(void *p) {
   D.done[D.ndone] = me;
   __atomic_store_n(&D.ndone, D.ndone + 1, __ATOMIC_RELAXED);   /* read by the progress loop */
   D.live--;
-  if (D.rank != 0) {                                /* the arbiter's estimate of this rank: sent at */
+  if (D.rank != 0 && !told0) {                      /* the arbiter's estimate of this rank: sent at */
     struct hdr h = {.kind = K_LOAD, .src = D.rank}; /* the progress thread's next round           */
     D.sent++;
     h.load = (uint16_t)(D.live > 65535 ? 65535 : D.live);
@@ -676,6 +684,7 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
       *pp = d->next;
       free(d->res);
       free(d);
+      D.nthr--;
       break;
     }
     d->joining = true;
@@ -690,6 +699,7 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
       reply(c, d->joiner_src, d->joiner_req, h->status, data, h->len, 0);
       *pp = d->next;
       free(d);
+      D.nthr--;
       break;
     }
     d->exited = true;
@@ -1164,9 +1174,9 @@ static void *progress(void *self) {
   for (;;) {
     int n = 0;
     __atomic_fetch_add(&D.st.polls, 1, __ATOMIC_RELAXED);          /* read by ursa_dist_stats */
-    if (__atomic_load_n(&D.ndone, __ATOMIC_RELAXED)) reap();
     /* a message sent counts as activity: its answer comes soon, so the backoff starts over */
     if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) || pend) n += sends_flush(&pend);
+    if (__atomic_load_n(&D.ndone, __ATOMIC_RELAXED)) reap();      /* after: a result goes out first */
     n += receive();
     /* answers the handlers queued go out before this thread yields: the thread it wakes may
      * compute for long without blocking (then, with one VP, this thread would not run) */
@@ -1619,6 +1629,7 @@ int ursa_dist_stats(ursa_dist_stats_t *out) {
   out->polls = __atomic_load_n(&D.st.polls, __ATOMIC_RELAXED);          /* the progress thread's */
   out->idle_sleeps = __atomic_load_n(&D.st.idle_sleeps, __ATOMIC_RELAXED);
   out->spawned = D.st.spawned;
+  out->unjoined = (uint64_t)D.nthr;
   out->sent = D.sent;
   out->received = D.recvd;
   unlock();
