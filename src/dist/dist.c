@@ -109,6 +109,7 @@ struct dmsg { struct dmsg *next; int dst, from; struct hdr h; unsigned char data
 struct dreq {                /* a pending request, on the requester's stack */
   uint64_t id, t0;
   int      kind, dst, done, status;
+  int      watch;                /* the rank the answer waits on (the watchdog's): dst, or a joined thread's owner */
   struct ursa__thread *th;   /* set when parked */
   void    *buf;
   size_t   cap, len;
@@ -875,7 +876,7 @@ static void watchdog(uint64_t t) {
   for (int i = 0; i < D.nslots; i++) {
     struct dreq *r = D.slots[i];
     if (r == NULL || t - r->t0 <= D.timeout_ns / 2) continue;
-    int dst = r->dst == URSA_RANK_ANY ? 0 : r->dst;
+    int dst = r->watch == URSA_RANK_ANY ? 0 : r->watch;
     if (dst == D.rank) continue;                     /* answered here: this thread is alive */
     if (D.pinged[dst] > D.heard[dst]) {              /* a ping is unanswered */
       if (t - D.pinged[dst] > D.timeout_ns / 2) { stuck = dst; break; }
@@ -1350,7 +1351,7 @@ int ursa_dist_register(const char *name, ursa_dist_fn fn) {
  * answer waits on, which the watchdog pings (dst, but for a join the thread's owner). */
 static int rpc_w(int dst, int watch, int kind, unsigned flags, uint64_t obj, uint64_t a, const void *data, size_t len,
                  void *out, size_t cap, size_t *outlen, uint64_t *outa) {
-  struct dreq r = {.kind = kind, .dst = watch, .buf = out, .cap = cap};
+  struct dreq r = {.kind = kind, .dst = dst, .watch = watch, .buf = out, .cap = cap};
   struct ctx c = {0};
   struct ursa__thread *self = ursa__self_thread();
   int rc;
