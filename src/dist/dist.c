@@ -12,8 +12,21 @@
  * requester, or hands a spawn to `ctx_run`, which creates the ursa thread after the lock is
  * dropped.  A message to this rank is handled at once by the sender, with no MPI.  A request that
  * waits for an answer has a slot (struct dreq, on the requester's stack, found by its id); the
- * answer (REPLY) completes it and unparks the requester.  Owner-side state: thread records (for
- * join), objects (mutex, I-structure, M-structure, barrier) with FIFO queues of (rank, request).
+ * answer (REPLY) completes it and unparks the requester.  Owner-side state: objects (mutex,
+ * I-structure, M-structure, barrier) with FIFO queues of (rank, request).
+ *
+ * Create and join: the result is pushed to the creator.  A joinable thread's creator is its join
+ * home: before its SPAWN leaves, ursa_dist_create makes a record (struct dthr, by a 32-bit key of
+ * this rank) and sends (its rank, key) in the SPAWN; the owner (the target, or the rank the
+ * arbiter picked) answers the SPAWN once the thread exists, with the id owner:16 | home:16 |
+ * key:32.  When the thread ends, the owner sends its result in one counted RESULT to the home
+ * (which may get it before the SPAWN's answer: the record is already there).  A JOIN goes to the
+ * home: from the home itself it is handled at once by the joiner (no message), from another rank
+ * it is a round trip to the home; the home answers at once if the RESULT is in, else when it
+ * comes.  A failed spawn (-ENOENT or -ENOMEM on the target) never runs, sends no RESULT, and its
+ * creator drops the record.  So remote create + join costs one round trip plus the one-way
+ * RESULT, which overlaps the answer of the SPAWN.  Detached threads have no record and no RESULT.
+ * Unjoined records (results nobody joined yet) do not keep a rank busy for termination.
  *
  * Progress.  One ursa thread per rank, bound to VP 0 (the kernel thread of ursa_init), is the only
  * caller of MPI (MPI_THREAD_FUNNELED): it initializes MPI, sends what the other threads queued
