@@ -26,6 +26,9 @@
  * comes.  A failed spawn (-ENOENT or -ENOMEM on the target) never runs, sends no RESULT, and its
  * creator drops the record.  So remote create + join costs one round trip plus the one-way
  * RESULT, which overlaps the answer of the SPAWN.  Detached threads have no record and no RESULT.
+ * Causality: an UNLOCK has no answer, so a thread that unlocked a mutex homed on a third rank (not
+ * its own, not the home) first makes a SYNC round trip to that rank (FIFO per pair: its UNLOCK is
+ * then handled), so a joiner that destroys the mutex after the join never finds it held.
  * Unjoined records (results nobody joined yet) do not keep a rank busy for termination.
  *
  * Progress.  One ursa thread per rank, bound to VP 0 (the kernel thread of ursa_init), is the only
@@ -95,14 +98,14 @@
 
 enum kind {
   K_SPAWN = 1, K_SPAWN_ANY, K_LOAD, K_JOIN, K_CREATE, K_DESTROY, K_LOCK, K_UNLOCK, K_IS_READ,
-  K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY, K_ACREATE, K_ADESTROY, K_RESULT,
+  K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY, K_ACREATE, K_ADESTROY, K_RESULT, K_SYNC,
   K_PROBE, K_STATUS, K_SHUTDOWN,                /* termination detection: not counted */
   K_PING, K_PONG                                /* the watchdog's liveness check: not counted */
 };
 static const char *const kind_name[] = {
   "?", "create", "create (any rank)", "load", "join", "object create", "object destroy", "mutex lock",
   "mutex unlock", "I-structure read", "I-structure write", "M-structure take", "M-structure put",
-  "barrier wait", "reply", "array create", "array destroy", "result", "probe", "status", "shutdown", "ping", "pong"};
+  "barrier wait", "reply", "array create", "array destroy", "result", "sync", "probe", "status", "shutdown", "ping", "pong"};
 
 enum otype { O_FREE = 0, O_MUTEX, O_IVAR, O_MVAR, O_BARRIER };
 
@@ -160,6 +163,8 @@ struct job {                 /* a spawn, between handle and ctx_run */
   struct dstate *st;         /* the rank it runs on (the loop transport: its thread-specific value) */
   ursa_dist_fn fn;
   uint64_t home;             /* joinable: the join home's rank << 32 | key (the id's low 48 bits); 0 detached */
+  int     *sync, nsync, capsync;   /* ranks (not this one, not the home) its thread sent UNLOCKs to:
+                                      touched by that thread only (unlock, then tramp) */
   int      src;
   uint64_t req;
   size_t   len;
@@ -259,6 +264,17 @@ struct dstate {
 static struct dstate D_one;
 static bool loop_used;
 static ursa_key_t loop_key;
+/* A joinable thread's job (struct job), for ursa_dist_mutex_unlock to note where it sent UNLOCKs:
+ * made once per process (ursa_dist_init under MPI, ursa_dist_loop_run before a run's threads
+ * exist: ursa_create orders it for them); job_key_made (atomic) says it exists. */
+static ursa_key_t job_key;
+static int job_key_made;
+static int make_job_key(void) {
+  if (__atomic_load_n(&job_key_made, __ATOMIC_ACQUIRE)) return 0;
+  int rc = ursa_key_create(&job_key, NULL);
+  if (rc == 0) __atomic_store_n(&job_key_made, 1, __ATOMIC_RELEASE);   /* pairs with the load above */
+  return rc;
+}
 static inline struct dstate *dstate(void) {
   if (__builtin_expect(!__atomic_load_n(&loop_used, __ATOMIC_RELAXED), 1)) return &D_one;
   struct dstate *s = ursa_getspecific(loop_key);
@@ -399,6 +415,8 @@ static void reply(struct ctx *c, int dst, uint64_t req, int status, const void *
 }
 
 /* After the lock: create the spawned threads, then wake the parked requesters. */
+static int rpc(int dst, int kind, unsigned flags, uint64_t obj, uint64_t a, const void *data, size_t len,
+               void *out, size_t cap, size_t *outlen, uint64_t *outa);
 static void *tramp(void *p);
 static void kick(void);
 static void ctx_run(struct ctx *c) {
@@ -469,9 +487,22 @@ static void *tramp(void *p) {
   struct job *j = p;
   struct ctx c = {0};
   if (j->st != &D_one) ursa_setspecific(loop_key, j->st);   /* a simulated rank's thread */
+  if (j->home) ursa_setspecific(job_key, j);
   unsigned char *res = malloc(URSA_DIST_RES_MAX);
   ssize_t rc = res ? j->fn(j->arg, j->len, res, URSA_DIST_RES_MAX) : -ENOMEM;
   if (rc > (ssize_t)URSA_DIST_RES_MAX) rc = -EMSGSIZE;
+  /* Its UNLOCKs (unanswered) to a third rank reach their mutex before its joiner learns that it
+   * ended: a SYNC round trip to each such rank first (FIFO per pair), so that a joiner that then
+   * destroys the mutex never finds it still held.  (Its UNLOCKs to this rank are handled at once;
+   * those to the home precede the RESULT on the same pair.) */
+  if (j->home) {
+    ursa_setspecific(job_key, NULL);
+    for (int i = 0; i < j->nsync; i++) {
+      int s = rpc(j->sync[i], K_SYNC, 0, 0, 0, NULL, 0, NULL, 0, NULL, NULL);
+      if (s != 0) die("a sync with rank %d failed (%d)", j->sync[i], s);
+    }
+    free(j->sync);
+  }
   /* Push the result to the join home (a counted message, as post's).  To rank 0 from another
    * rank it carries this rank's load without this thread (the K_LOAD below is then not sent). */
   bool told0 = j->home && HOME(j->home) == 0 && D.rank != 0;
@@ -647,6 +678,8 @@ static void spawn_here(struct ctx *c, const struct hdr *h, const void *data) {
   j->fn = fn;
   j->st = &D;
   j->home = (h->flags & URSA_DIST_DETACHED) ? 0 : h->obj & ((1ull << 48) - 1);
+  j->sync = NULL;
+  j->nsync = j->capsync = 0;
   j->src = h->src;
   j->req = h->req;
   j->len = h->len;
@@ -706,6 +739,9 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
     d->joiner_req = h->req;
     break;
   }
+  case K_SYNC:                                       /* the UNLOCKs before it on this pair are handled */
+    reply(c, h->src, h->req, 0, NULL, 0, 0);
+    break;
   case K_RESULT: {                                   /* at the join home: a thread ended */
     struct dthr **pp, *d = thr_find(KEY(h->obj), &pp);
     if (d == NULL) die("a result from rank %d for no thread created here (key %u): protocol error", h->src, KEY(h->obj));
@@ -1282,6 +1318,7 @@ int ursa_dist_init(int *argc, char ***argv) {
   if (D.sleep_ns == 0) D.sleep_ns = 1000;
   if (D.deep_sleep_ns == 0) D.deep_sleep_ns = 1000;
   register_kind();
+  if (!D.loop && (rc = make_job_key()) != 0) return rc;
   D.smp = ursa_vp_count() > 1;
   D.argc = argc; D.argv = argv;
   D.next_key = 1;
@@ -1524,6 +1561,21 @@ int ursa_dist_mutex_unlock(ursa_dist_mutex_t m) {
   post(&c, OWNER(m.id), &u, NULL);
   unlock();
   free(h);
+  struct job *j = OWNER(m.id) != D.rank && __atomic_load_n(&job_key_made, __ATOMIC_ACQUIRE) ? ursa_getspecific(job_key) : NULL;
+  if (j && OWNER(m.id) != HOME(j->home)) {            /* a joinable thread of the layer: tramp syncs */
+    bool known = false;
+    for (int i = 0; i < j->nsync; i++) known = known || j->sync[i] == OWNER(m.id);
+    if (!known) {
+      if (j->nsync == j->capsync) {
+        int n = j->capsync ? 2 * j->capsync : 4;
+        int *x = realloc(j->sync, (size_t)n * sizeof *x);
+        if (x == NULL) die("out of memory (unlock)");
+        j->sync = x;
+        j->capsync = n;
+      }
+      j->sync[j->nsync++] = OWNER(m.id);
+    }
+  }
   ctx_run(&c);
   flush_soon();
   return 0;
@@ -1692,6 +1744,7 @@ int ursa_dist_loop_run(int nranks, uint64_t seed, int (*fn)(void *arg), void *ar
     key_made = 1;
     __atomic_store_n(&loop_used, true, __ATOMIC_RELAXED);   /* before any thread of the run exists */
   }
+  if ((rc = make_job_key()) != 0) return rc;
   struct loop_main *mains = calloc((size_t)nranks, sizeof *mains);
   ursa_thread_t *ts = calloc((size_t)nranks, sizeof *ts);
   L.st = calloc((size_t)nranks, sizeof *L.st);

@@ -100,6 +100,16 @@ static ssize_t fn_open_join(const void *arg, size_t len, void *res, size_t cap) 
   return rc ? rc : (ssize_t)n;
 }
 
+/* "lock_unlock": locks and unlocks the mutex in arg (its last act: an UNLOCK, which has no answer) */
+static ssize_t fn_lock_unlock(const void *arg, size_t len, void *res, size_t cap) {
+  ursa_dist_mutex_t m;
+  (void)res; (void)cap;
+  if (len != sizeof m) return -EINVAL;
+  memcpy(&m, arg, sizeof m);
+  int rc = ursa_dist_mutex_lock(m);
+  return rc ? rc : ursa_dist_mutex_unlock(m);
+}
+
 /* "fails": returns -EDOM */
 static ssize_t fn_fails(const void *arg, size_t len, void *res, size_t cap) {
   (void)arg; (void)len; (void)res; (void)cap;
@@ -258,6 +268,7 @@ static void register_all(void) {
   OK(ursa_dist_register("joiner", fn_joiner));
   OK(ursa_dist_register("box_joiner", fn_box_joiner));
   OK(ursa_dist_register("open_join", fn_open_join));
+  OK(ursa_dist_register("lock_unlock", fn_lock_unlock));
   OK(ursa_dist_register("fails", fn_fails));
   OK(ursa_dist_register("ivar_put", fn_ivar_put));
   OK(ursa_dist_register("critical", fn_critical));
@@ -757,6 +768,23 @@ static void t_join_elsewhere(void) {
   CHECK_EQ(unjoined(), 0);
 }
 
+/* A thread on rank 1 unlocks a mutex homed on rank 2 and ends; its creator (rank 0) joins it and
+ * destroys the mutex at once: the UNLOCK (1 -> 2) must be handled before the destroy (0 -> 2),
+ * though the thread's RESULT went 1 -> 0 (the thread syncs with rank 2 before it pushes its
+ * result).  With 2 ranks the mutex is on rank 0, the join home (FIFO on the pair 1 -> 0). */
+static void t_unlock_join(void) {
+  OK(ursa_dist_barrier_all());
+  if (rank != 0) return;
+  for (int i = 0; i < 6; i++) {
+    ursa_dist_mutex_t m;
+    ursa_dist_thread_t t;
+    OK(ursa_dist_mutex_create(2 % size, &m));
+    OK(ursa_dist_create(&t, 1 % size, "lock_unlock", &m, sizeof m, 0));
+    OK(ursa_dist_join(t, NULL, 0, NULL));
+    OK(ursa_dist_mutex_destroy(m));
+  }
+}
+
 /* Two joins of one thread from two different ranks (joiner threads on ranks 1 and 2, or 1 and 0
  * with 2 ranks) while it waits, then once it ended: one gets the result, the other -EINVAL. */
 static void t_double_join(void) {
@@ -880,7 +908,7 @@ static const struct test tests[] = {
   {"mutex", t_mutex}, {"mutex_fifo", t_mutex_fifo}, {"structures", t_structures}, {"barrier", t_barrier}, {"arrays", t_arrays},
   {"bad_input", t_bad_input}, {"rank_death", t_rank_death}, {"stuck_rank", t_stuck_rank},
   {"termination", t_termination}, {"join_elsewhere", t_join_elsewhere}, {"double_join", t_double_join},
-  {"refused", t_refused}, {"wildcard_all", t_wildcard_all},
+  {"refused", t_refused}, {"wildcard_all", t_wildcard_all}, {"unlock_join", t_unlock_join},
 };
 
 /* --loop: the main of each simulated rank */
