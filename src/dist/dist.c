@@ -26,9 +26,10 @@
  * comes.  A failed spawn (-ENOENT or -ENOMEM on the target) never runs, sends no RESULT, and its
  * creator drops the record.  So remote create + join costs one round trip plus the one-way
  * RESULT, which overlaps the answer of the SPAWN.  Detached threads have no record and no RESULT.
- * Causality: an UNLOCK has no answer, so a thread that unlocked a mutex homed on a third rank (not
- * its own, not the home) first makes a SYNC round trip to that rank (FIFO per pair: its UNLOCK is
- * then handled), so a joiner that destroys the mutex after the join never finds it held.
+ * Causality: an UNLOCK has no answer, so before a RESULT leaves, its rank makes a SYNC round trip
+ * to each third rank (not its own, not the home) it sent UNLOCKs to that no SYNC answered yet
+ * (FIFO per pair: they are then handled), so a joiner that destroys a mutex after the join never
+ * finds it held.  Nothing is done while no UNLOCK is unanswered.
  * Unjoined records (results nobody joined yet) do not keep a rank busy for termination.
  *
  * Progress.  One ursa thread per rank, bound to VP 0 (the kernel thread of ursa_init), is the only
@@ -163,8 +164,6 @@ struct job {                 /* a spawn, between handle and ctx_run */
   struct dstate *st;         /* the rank it runs on (the loop transport: its thread-specific value) */
   ursa_dist_fn fn;
   uint64_t home;             /* joinable: the join home's rank << 32 | key (the id's low 48 bits); 0 detached */
-  int     *sync, nsync, capsync;   /* ranks (not this one, not the home) its thread sent UNLOCKs to:
-                                      touched by that thread only (unlock, then tramp) */
   int      src;
   uint64_t req;
   size_t   len;
@@ -241,6 +240,10 @@ struct dstate {
   /* objects homed here */
   struct dobj *objs; int nobjs, capobjs; int *ofree; int nofree;
   struct held *held;
+  /* UNLOCKs sent to each rank, and how many of them a SYNC's answer covers; unl_out: their
+   * difference summed (atomic: read unlocked by tramp) */
+  uint64_t *unl_sent, *unl_acked;
+  uint64_t unl_out;
   struct darr *arrs;                          /* blocks of arrays homed here */
   uint64_t next_arr;
   /* arbiter (rank 0) */
@@ -264,17 +267,7 @@ struct dstate {
 static struct dstate D_one;
 static bool loop_used;
 static ursa_key_t loop_key;
-/* A joinable thread's job (struct job), for ursa_dist_mutex_unlock to note where it sent UNLOCKs:
- * made once per process (ursa_dist_init under MPI, ursa_dist_loop_run before a run's threads
- * exist: ursa_create orders it for them); job_key_made (atomic) says it exists. */
-static ursa_key_t job_key;
-static int job_key_made;
-static int make_job_key(void) {
-  if (__atomic_load_n(&job_key_made, __ATOMIC_ACQUIRE)) return 0;
-  int rc = ursa_key_create(&job_key, NULL);
-  if (rc == 0) __atomic_store_n(&job_key_made, 1, __ATOMIC_RELEASE);   /* pairs with the load above */
-  return rc;
-}
+
 static inline struct dstate *dstate(void) {
   if (__builtin_expect(!__atomic_load_n(&loop_used, __ATOMIC_RELAXED), 1)) return &D_one;
   struct dstate *s = ursa_getspecific(loop_key);
@@ -487,21 +480,31 @@ static void *tramp(void *p) {
   struct job *j = p;
   struct ctx c = {0};
   if (j->st != &D_one) ursa_setspecific(loop_key, j->st);   /* a simulated rank's thread */
-  if (j->home) ursa_setspecific(job_key, j);
   unsigned char *res = malloc(URSA_DIST_RES_MAX);
   ssize_t rc = res ? j->fn(j->arg, j->len, res, URSA_DIST_RES_MAX) : -ENOMEM;
   if (rc > (ssize_t)URSA_DIST_RES_MAX) rc = -EMSGSIZE;
-  /* Its UNLOCKs (unanswered) to a third rank reach their mutex before its joiner learns that it
-   * ended: a SYNC round trip to each such rank first (FIFO per pair), so that a joiner that then
-   * destroys the mutex never finds it still held.  (Its UNLOCKs to this rank are handled at once;
-   * those to the home precede the RESULT on the same pair.) */
-  if (j->home) {
-    ursa_setspecific(job_key, NULL);
-    for (int i = 0; i < j->nsync; i++) {
-      int s = rpc(j->sync[i], K_SYNC, 0, 0, 0, NULL, 0, NULL, 0, NULL, NULL);
-      if (s != 0) die("a sync with rank %d failed (%d)", j->sync[i], s);
+  /* UNLOCKs have no answer: those this rank sent to a third rank (not this one, not the home) and
+   * that no SYNC answered yet are made sure of by a SYNC round trip there (FIFO per pair) before
+   * the RESULT leaves, so that a joiner that then destroys the mutex never finds it still held.
+   * Per rank, not per thread (a thread that did not unlock may wait for another's UNLOCK): no
+   * cost at all while no UNLOCK is unanswered, the common case.  (UNLOCKs to this rank are
+   * handled at once; those to the home precede the RESULT on the same pair.) */
+  if (j->home && __atomic_load_n(&D.unl_out, __ATOMIC_RELAXED)) {   /* rechecked under the lock */
+    for (int r = 0; r < D.size; r++) {
+      if (r == D.rank || r == HOME(j->home)) continue;
+      lock();
+      uint64_t target = D.unl_sent[r], acked = D.unl_acked[r];
+      unlock();
+      if (target == acked) continue;
+      int s = rpc(r, K_SYNC, 0, 0, 0, NULL, 0, NULL, 0, NULL, NULL);
+      if (s != 0) die("a sync with rank %d failed (%d)", r, s);
+      lock();
+      if (target > D.unl_acked[r]) {
+        __atomic_store_n(&D.unl_out, D.unl_out - (target - D.unl_acked[r]), __ATOMIC_RELAXED);
+        D.unl_acked[r] = target;
+      }
+      unlock();
     }
-    free(j->sync);
   }
   /* Push the result to the join home (a counted message, as post's).  To rank 0 from another
    * rank it carries this rank's load without this thread (the K_LOAD below is then not sent). */
@@ -678,8 +681,6 @@ static void spawn_here(struct ctx *c, const struct hdr *h, const void *data) {
   j->fn = fn;
   j->st = &D;
   j->home = (h->flags & URSA_DIST_DETACHED) ? 0 : h->obj & ((1ull << 48) - 1);
-  j->sync = NULL;
-  j->nsync = j->capsync = 0;
   j->src = h->src;
   j->req = h->req;
   j->len = h->len;
@@ -1204,9 +1205,11 @@ static void *progress(void *self) {
   int pend = 0, rc = D.T->start();
   if (rc == 0) {
     D.load_est = calloc((size_t)D.size, sizeof *D.load_est);
+    D.unl_sent = calloc((size_t)D.size, sizeof *D.unl_sent);
+    D.unl_acked = calloc((size_t)D.size, sizeof *D.unl_acked);
     D.heard = calloc((size_t)D.size, sizeof *D.heard);
     D.pinged = calloc((size_t)D.size, sizeof *D.pinged);
-    if (!D.load_est || !D.heard || !D.pinged || D.size > 65535) rc = D.size > 65535 ? -EINVAL : -ENOMEM;
+    if (!D.load_est || !D.heard || !D.pinged || !D.unl_sent || !D.unl_acked || D.size > 65535) rc = D.size > 65535 ? -EINVAL : -ENOMEM;
     else for (int r = 0; r < D.size; r++) D.heard[r] = now_ns();
   }
   if (rc == 0 && D.rank == 0) {                          /* object 0 of rank 0: ursa_dist_barrier_all */
@@ -1318,7 +1321,6 @@ int ursa_dist_init(int *argc, char ***argv) {
   if (D.sleep_ns == 0) D.sleep_ns = 1000;
   if (D.deep_sleep_ns == 0) D.deep_sleep_ns = 1000;
   register_kind();
-  if (!D.loop && (rc = make_job_key()) != 0) return rc;
   D.smp = ursa_vp_count() > 1;
   D.argc = argc; D.argv = argv;
   D.next_key = 1;
@@ -1361,6 +1363,7 @@ int ursa_dist_finalize(void) {
   while (D.held) { struct held *h = D.held; D.held = h->next; free(h); }
   while (D.arrs) { struct darr *a = D.arrs; D.arrs = a->next; arr_free(a); }
   free(D.objs); free(D.ofree); free(D.slots); free(D.sgen); free(D.sfree); free(D.load_est); free(D.fns);
+  free(D.unl_sent); free(D.unl_acked);
   free(D.heard); free(D.pinged);
   ursa_sem_destroy(&D.kick);
   ursa_sem_destroy(&D.ready);
@@ -1558,24 +1561,13 @@ int ursa_dist_mutex_unlock(ursa_dist_mutex_t m) {
   struct held *h = *pp;
   *pp = h->next;
   struct hdr u = {.kind = K_UNLOCK, .src = D.rank, .obj = m.id, .a = tok};
+  if (OWNER(m.id) != D.rank) {                         /* unanswered: tramp's SYNC covers it */
+    D.unl_sent[OWNER(m.id)]++;
+    __atomic_store_n(&D.unl_out, D.unl_out + 1, __ATOMIC_RELAXED);   /* read unlocked by tramp */
+  }
   post(&c, OWNER(m.id), &u, NULL);
   unlock();
   free(h);
-  struct job *j = OWNER(m.id) != D.rank && __atomic_load_n(&job_key_made, __ATOMIC_ACQUIRE) ? ursa_getspecific(job_key) : NULL;
-  if (j && OWNER(m.id) != HOME(j->home)) {            /* a joinable thread of the layer: tramp syncs */
-    bool known = false;
-    for (int i = 0; i < j->nsync; i++) known = known || j->sync[i] == OWNER(m.id);
-    if (!known) {
-      if (j->nsync == j->capsync) {
-        int n = j->capsync ? 2 * j->capsync : 4;
-        int *x = realloc(j->sync, (size_t)n * sizeof *x);
-        if (x == NULL) die("out of memory (unlock)");
-        j->sync = x;
-        j->capsync = n;
-      }
-      j->sync[j->nsync++] = OWNER(m.id);
-    }
-  }
   ctx_run(&c);
   flush_soon();
   return 0;
@@ -1744,7 +1736,6 @@ int ursa_dist_loop_run(int nranks, uint64_t seed, int (*fn)(void *arg), void *ar
     key_made = 1;
     __atomic_store_n(&loop_used, true, __ATOMIC_RELAXED);   /* before any thread of the run exists */
   }
-  if ((rc = make_job_key()) != 0) return rc;
   struct loop_main *mains = calloc((size_t)nranks, sizeof *mains);
   ursa_thread_t *ts = calloc((size_t)nranks, sizeof *ts);
   L.st = calloc((size_t)nranks, sizeof *L.st);

@@ -775,7 +775,7 @@ static void t_join_elsewhere(void) {
 static void t_unlock_join(void) {
   OK(ursa_dist_barrier_all());
   if (rank != 0) return;
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < 20; i++) {
     ursa_dist_mutex_t m;
     ursa_dist_thread_t t;
     OK(ursa_dist_mutex_create(2 % size, &m));
