@@ -1453,20 +1453,16 @@ int ursa_dist_create(ursa_dist_thread_t *t, int rank, const char *name, const vo
       (t == NULL && !(flags & URSA_DIST_DETACHED)))
     return -EINVAL;
   h = name_hash(name);
-  bool known = false;
-  lock();
-  for (int i = 0; i < D.nfns; i++) known = known || D.fns[i].hash == h;
-  unlock();
-  if (!known) return -ENOENT;                          /* not registered here: no message */
   /* A joinable thread's record exists here (its join home) before the spawn leaves: its result
    * may arrive before the spawn's answer (it may run and end on another VP of its rank first). */
+  bool known = false;
   uint32_t key = 0;
-  if (!(flags & URSA_DIST_DETACHED)) {
-    lock();
-    rc = thr_new(&key);
-    unlock();
-    if (rc) return rc;
-  }
+  lock();
+  for (int i = 0; i < D.nfns; i++) known = known || D.fns[i].hash == h;
+  rc = known && !(flags & URSA_DIST_DETACHED) ? thr_new(&key) : 0;
+  unlock();
+  if (!known) return -ENOENT;                          /* not registered here: no message */
+  if (rc) return rc;
   uint64_t home = key ? ((uint64_t)D.rank << 32) | key : 0;
   rc = rpc(rank, rank == URSA_RANK_ANY ? K_SPAWN_ANY : K_SPAWN, flags, home, h, arg, len, NULL, 0, NULL, &id);
   if (rc != 0 && key) {                                /* no thread (-ENOENT there, -ENOMEM): */
