@@ -8,7 +8,9 @@
  * Threads: ursa_dist_create runs a registered function on this rank, on rank r, or on the
  * least-loaded rank (URSA_RANK_ANY: the arbiter on rank 0 picks it).  Arguments and results are
  * bytes, copied; functions are named by a registered name, never by address.  A joinable thread's
- * handle may be sent to any rank, and joined there once.
+ * handle may be sent to any rank, and joined there once; its result is sent to its creator's rank
+ * when it ends and kept there until joined (a join on the creator's rank sends no message, one
+ * from another rank is a round trip to the creator's rank).
  *
  * Machine-wide objects, homed on a rank and named by a handle that may be sent anywhere: mutexes
  * (FIFO), I-structures (write once; readers wait; a second write is an error to the writer),
@@ -74,7 +76,7 @@ URSA_DIST_API int ursa_dist_register(const char *name, ursa_dist_fn fn);
  * registered here or on the target rank; -ENOMEM. */
 URSA_DIST_API int ursa_dist_create(ursa_dist_thread_t *t, int rank, const char *name, const void *arg,
                                    size_t len, unsigned flags);
-/* Waits for t to end; copies its result (up to cap bytes) to res and its length to *len (either
+/* Waits for t to end (its result, at its creator's rank); copies its result (up to cap bytes) to res and its length to *len (either
  * may be NULL).  Returns 0, the thread's negative return, -EMSGSIZE (result longer than cap: the
  * first cap bytes copied, *len the full length), -EINVAL (already joined, being joined, or
  * detached; or a handle that is not a thread's), -ESRCH (no such thread). */
@@ -155,6 +157,8 @@ typedef struct ursa_dist_stats {
   uint64_t sent, received;       /* messages (not counting termination detection's)          */
   uint64_t polls, idle_sleeps;   /* progress loop rounds; its short sleeps while idle         */
   uint64_t spawned;              /* threads this rank ran for ursa_dist_create                */
+  uint64_t unjoined;             /* joinable threads created from here and not yet joined (their
+                                    join records: this rank is their join home)              */
 } ursa_dist_stats_t;
 URSA_DIST_API int ursa_dist_stats(ursa_dist_stats_t *out);
 

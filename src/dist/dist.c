@@ -12,8 +12,25 @@
  * requester, or hands a spawn to `ctx_run`, which creates the ursa thread after the lock is
  * dropped.  A message to this rank is handled at once by the sender, with no MPI.  A request that
  * waits for an answer has a slot (struct dreq, on the requester's stack, found by its id); the
- * answer (REPLY) completes it and unparks the requester.  Owner-side state: thread records (for
- * join), objects (mutex, I-structure, M-structure, barrier) with FIFO queues of (rank, request).
+ * answer (REPLY) completes it and unparks the requester.  Owner-side state: objects (mutex,
+ * I-structure, M-structure, barrier) with FIFO queues of (rank, request).
+ *
+ * Create and join: the result is pushed to the creator.  A joinable thread's creator is its join
+ * home: before its SPAWN leaves, ursa_dist_create makes a record (struct dthr, by a 32-bit key of
+ * this rank) and sends (its rank, key) in the SPAWN; the owner (the target, or the rank the
+ * arbiter picked) answers the SPAWN once the thread exists, with the id owner:16 | home:16 |
+ * key:32.  When the thread ends, the owner sends its result in one counted RESULT to the home
+ * (which may get it before the SPAWN's answer: the record is already there).  A JOIN goes to the
+ * home: from the home itself it is handled at once by the joiner (no message), from another rank
+ * it is a round trip to the home; the home answers at once if the RESULT is in, else when it
+ * comes.  A failed spawn (-ENOENT or -ENOMEM on the target) never runs, sends no RESULT, and its
+ * creator drops the record.  So remote create + join costs one round trip plus the one-way
+ * RESULT, which overlaps the answer of the SPAWN.  Detached threads have no record and no RESULT.
+ * Causality: an UNLOCK has no answer, so before a RESULT leaves, its rank makes a SYNC round trip
+ * to each third rank (not its own, not the home) it sent UNLOCKs to that no SYNC answered yet
+ * (FIFO per pair: they are then handled), so a joiner that destroys a mutex after the join never
+ * finds it held.  Nothing is done while no UNLOCK is unanswered.
+ * Unjoined records (results nobody joined yet) do not keep a rank busy for termination.
  *
  * Progress.  One ursa thread per rank, bound to VP 0 (the kernel thread of ursa_init), is the only
  * caller of MPI (MPI_THREAD_FUNNELED): it initializes MPI, sends what the other threads queued
@@ -76,17 +93,20 @@
                                      not yet see a message that arrived during the sleep */
 #define NBUCKETS     1024
 #define OWNER(id)    ((int)((id) >> 48))
+/* A joinable thread's id: owner rank (16 bits) | join home, the creator's rank (16) | key (32) */
+#define HOME(id)     ((int)(((id) >> 32) & 0xffff))
+#define KEY(id)      ((uint32_t)(id))
 
 enum kind {
   K_SPAWN = 1, K_SPAWN_ANY, K_LOAD, K_JOIN, K_CREATE, K_DESTROY, K_LOCK, K_UNLOCK, K_IS_READ,
-  K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY, K_ACREATE, K_ADESTROY,
+  K_IS_WRITE, K_MS_TAKE, K_MS_PUT, K_BAR_WAIT, K_REPLY, K_ACREATE, K_ADESTROY, K_RESULT, K_SYNC,
   K_PROBE, K_STATUS, K_SHUTDOWN,                /* termination detection: not counted */
   K_PING, K_PONG                                /* the watchdog's liveness check: not counted */
 };
 static const char *const kind_name[] = {
   "?", "create", "create (any rank)", "load", "join", "object create", "object destroy", "mutex lock",
   "mutex unlock", "I-structure read", "I-structure write", "M-structure take", "M-structure put",
-  "barrier wait", "reply", "array create", "array destroy", "probe", "status", "shutdown", "ping", "pong"};
+  "barrier wait", "reply", "array create", "array destroy", "result", "sync", "probe", "status", "shutdown", "ping", "pong"};
 
 enum otype { O_FREE = 0, O_MUTEX, O_IVAR, O_MVAR, O_BARRIER };
 
@@ -106,6 +126,7 @@ struct dmsg { struct dmsg *next; int dst, from; struct hdr h; unsigned char data
 struct dreq {                /* a pending request, on the requester's stack */
   uint64_t id, t0;
   int      kind, dst, done, status;
+  int      watch;                /* the rank the answer waits on (the watchdog's): dst, or a joined thread's owner */
   struct ursa__thread *th;   /* set when parked */
   void    *buf;
   size_t   cap, len;
@@ -126,10 +147,10 @@ struct dobj {
   struct dwait *head, *tail;
 };
 
-struct dthr {                /* a joinable thread run here for ursa_dist_create */
+struct dthr {                /* a joinable thread created from here: this rank is its join home */
   struct dthr *next;
-  uint64_t seq;
-  bool     exited, joining;
+  uint32_t key;
+  bool     exited, joining;  /* exited: its K_RESULT is here; joining: a K_JOIN waits for it */
   int      joiner_src;
   uint64_t joiner_req;
   int      status;
@@ -142,7 +163,7 @@ struct job {                 /* a spawn, between handle and ctx_run */
   struct job *next;
   struct dstate *st;         /* the rank it runs on (the loop transport: its thread-specific value) */
   ursa_dist_fn fn;
-  uint64_t seq;              /* the thread's id, 0 when detached */
+  uint64_t home;             /* joinable: the join home's rank << 32 | key (the id's low 48 bits); 0 detached */
   int      src;
   uint64_t req;
   size_t   len;
@@ -210,13 +231,19 @@ struct dstate {
   int nout;                                   /* atomic reads by the progress thread */
   /* requests */
   struct dreq **slots; uint32_t *sgen; uint32_t *sfree; int nslots, nfree; int nreq;
-  /* threads run here */
+  /* joinable threads created from here (this rank is their join home), by key */
   struct dthr *bucket[NBUCKETS];
-  uint64_t next_seq;
-  int live;
+  uint32_t next_key;                          /* the next key to try (never 0) */
+  int nthr;                                   /* records in bucket */
+  bool keys_wrapped;                          /* next_key went past 2^32 - 1 once */
+  int live;                                   /* threads run here for ursa_dist_create, alive */
   /* objects homed here */
   struct dobj *objs; int nobjs, capobjs; int *ofree; int nofree;
   struct held *held;
+  /* UNLOCKs sent to each rank, and how many of them a SYNC's answer covers; unl_out: their
+   * difference summed (atomic: read unlocked by tramp) */
+  uint64_t *unl_sent, *unl_acked;
+  uint64_t unl_out;
   struct darr *arrs;                          /* blocks of arrays homed here */
   uint64_t next_arr;
   /* arbiter (rank 0) */
@@ -240,6 +267,7 @@ struct dstate {
 static struct dstate D_one;
 static bool loop_used;
 static ursa_key_t loop_key;
+
 static inline struct dstate *dstate(void) {
   if (__builtin_expect(!__atomic_load_n(&loop_used, __ATOMIC_RELAXED), 1)) return &D_one;
   struct dstate *s = ursa_getspecific(loop_key);
@@ -380,6 +408,8 @@ static void reply(struct ctx *c, int dst, uint64_t req, int status, const void *
 }
 
 /* After the lock: create the spawned threads, then wake the parked requesters. */
+static int rpc(int dst, int kind, unsigned flags, uint64_t obj, uint64_t a, const void *data, size_t len,
+               void *out, size_t cap, size_t *outlen, uint64_t *outa);
 static void *tramp(void *p);
 static void kick(void);
 static void ctx_run(struct ctx *c) {
@@ -388,20 +418,15 @@ static void ctx_run(struct ctx *c) {
     c->jobs = j->next;
     ursa_attr_t a;
     ursa_thread_t t;
-    uint64_t seq = j->seq, id = ((uint64_t)D.rank << 48) | seq;
+    uint64_t id = j->home ? ((uint64_t)D.rank << 48) | j->home : 0;
     int src = j->src;
     uint64_t req = j->req;
     ursa_attr_init(&a);                             /* joinable: reaped by reap() */
     int rc = ursa_create(&t, &a, tramp, j);
     ursa_attr_destroy(&a);
     lock();
-    if (rc != 0) {
-      D.live--;
-      if (seq) {
-        struct dthr **pp = &D.bucket[seq % NBUCKETS];
-        while (*pp && (*pp)->seq != seq) pp = &(*pp)->next;
-        if (*pp) { struct dthr *d = *pp; *pp = d->next; free(d); }
-      }
+    if (rc != 0) {                                  /* no thread, no K_RESULT: the creator */
+      D.live--;                                     /* removes its record on this answer    */
       free(j);
     }
     reply(c, src, req, rc, NULL, 0, rc == 0 ? id : 0);
@@ -415,14 +440,41 @@ static void ctx_run(struct ctx *c) {
   c->capmore = 0;
 }
 
-/* ---- threads run here --------------------------------------------------------------------------- */
+/* ---- join records (this rank is the join home; lock held) ----------------------------------------- */
 
-static struct dthr *thr_find(uint64_t seq, struct dthr ***where) {
-  struct dthr **pp = &D.bucket[seq % NBUCKETS];
-  while (*pp && (*pp)->seq != seq) pp = &(*pp)->next;
+static struct dthr *thr_find(uint32_t key, struct dthr ***where) {
+  struct dthr **pp = &D.bucket[key % NBUCKETS];
+  while (*pp && (*pp)->key != key) pp = &(*pp)->next;
   if (where) *where = pp;
   return *pp;
 }
+
+/* A record for a joinable thread about to be created from here: its key, the next one not in
+ * use.  Keys run 1 .. 2^32 - 1 and then wrap to 1; a key whose record is still here (a thread not
+ * yet joined) is skipped, never reused.  (After a wrap, a handle joined 2^32 creations ago may
+ * name a new thread of the same key: the contract's -EINVAL for "already joined" holds until
+ * then.) */
+static int thr_new(uint32_t *key) {
+  struct dthr *d = calloc(1, sizeof *d);
+  if (d == NULL) return -ENOMEM;
+  for (;;) {
+    uint32_t k = D.next_key++;
+    if (D.next_key == 0) { D.next_key = 1; D.keys_wrapped = true; }
+    if (thr_find(k, NULL) == NULL) { d->key = k; break; }
+  }
+  d->next = D.bucket[d->key % NBUCKETS];
+  D.bucket[d->key % NBUCKETS] = d;
+  D.nthr++;
+  *key = d->key;
+  return 0;
+}
+
+static void thr_drop(uint32_t key) {
+  struct dthr **pp, *d = thr_find(key, &pp);
+  if (d) { *pp = d->next; free(d->res); free(d); D.nthr--; }
+}
+
+/* ---- threads run here --------------------------------------------------------------------------- */
 
 static void *tramp(void *p) {
   struct job *j = p;
@@ -431,25 +483,40 @@ static void *tramp(void *p) {
   unsigned char *res = malloc(URSA_DIST_RES_MAX);
   ssize_t rc = res ? j->fn(j->arg, j->len, res, URSA_DIST_RES_MAX) : -ENOMEM;
   if (rc > (ssize_t)URSA_DIST_RES_MAX) rc = -EMSGSIZE;
-  lock();
-  if (j->seq) {
-    struct dthr **pp, *d = thr_find(j->seq, &pp);
-    if (d) {
-      int status = rc < 0 ? (int)rc : 0;
-      size_t len = rc < 0 ? 0 : (size_t)rc;
-      if (d->joining) {
-        reply(&c, d->joiner_src, d->joiner_req, status, res, len, 0);
-        *pp = d->next;
-        free(d);
-      } else {
-        d->exited = true;
-        d->status = status;
-        d->len = len;
-        d->res = len ? malloc(len) : NULL;
-        if (len && d->res == NULL) { d->status = -ENOMEM; d->len = 0; }
-        else if (len) memcpy(d->res, res, len);
+  /* UNLOCKs have no answer: those this rank sent to a third rank (not this one, not the home) and
+   * that no SYNC answered yet are made sure of by a SYNC round trip there (FIFO per pair) before
+   * the RESULT leaves, so that a joiner that then destroys the mutex never finds it still held.
+   * Per rank, not per thread (a thread that did not unlock may wait for another's UNLOCK): no
+   * cost at all while no UNLOCK is unanswered, the common case.  (UNLOCKs to this rank are
+   * handled at once; those to the home precede the RESULT on the same pair.) */
+  if (j->home && __atomic_load_n(&D.unl_out, __ATOMIC_RELAXED)) {   /* rechecked under the lock */
+    for (int r = 0; r < D.size; r++) {
+      if (r == D.rank || r == HOME(j->home)) continue;
+      lock();
+      uint64_t target = D.unl_sent[r], acked = D.unl_acked[r];
+      unlock();
+      if (target == acked) continue;
+      int s = rpc(r, K_SYNC, 0, 0, 0, NULL, 0, NULL, 0, NULL, NULL);
+      if (s != 0) die("a sync with rank %d failed (%d)", r, s);
+      lock();
+      if (target > D.unl_acked[r]) {
+        __atomic_store_n(&D.unl_out, D.unl_out - (target - D.unl_acked[r]), __ATOMIC_RELAXED);
+        D.unl_acked[r] = target;
       }
+      unlock();
     }
+  }
+  /* Push the result to the join home (a counted message, as post's).  To rank 0 from another
+   * rank it carries this rank's load without this thread (the K_LOAD below is then not sent). */
+  bool told0 = j->home && HOME(j->home) == 0 && D.rank != 0;
+  lock();
+  if (j->home) {
+    struct hdr h = {.kind = K_RESULT, .src = D.rank, .obj = ((uint64_t)D.rank << 48) | j->home,
+                    .status = rc < 0 ? (int)rc : 0, .len = rc < 0 ? 0 : (uint32_t)rc};
+    D.sent++;
+    h.load = (uint16_t)(D.live - 1 > 65535 ? 65535 : D.live - 1);
+    if (HOME(j->home) == D.rank) handle(&c, &h, res);
+    else send_raw(HOME(j->home), &h, res);
   }
   unlock();
   ctx_run(&c);
@@ -471,7 +538,7 @@ static void *tramp(void *p) {
   D.done[D.ndone] = me;
   __atomic_store_n(&D.ndone, D.ndone + 1, __ATOMIC_RELAXED);   /* read by the progress loop */
   D.live--;
-  if (D.rank != 0) {                                /* the arbiter's estimate of this rank: sent at */
+  if (D.rank != 0 && !told0) {                      /* the arbiter's estimate of this rank: sent at */
     struct hdr h = {.kind = K_LOAD, .src = D.rank}; /* the progress thread's next round           */
     D.sent++;
     h.load = (uint16_t)(D.live > 65535 ? 65535 : D.live);
@@ -610,21 +677,14 @@ static void spawn_here(struct ctx *c, const struct hdr *h, const void *data) {
     if (D.fns[i].hash == h->a) { fn = D.fns[i].fn; break; }
   if (fn == NULL) { reply(c, h->src, h->req, -ENOENT, NULL, 0, 0); return; }
   struct job *j = malloc(sizeof *j + h->len);
-  struct dthr *d = NULL;
-  if (j && !(h->flags & URSA_DIST_DETACHED) && (d = calloc(1, sizeof *d)) == NULL) { free(j); j = NULL; }
   if (j == NULL) { reply(c, h->src, h->req, -ENOMEM, NULL, 0, 0); return; }
   j->fn = fn;
   j->st = &D;
-  j->seq = 0;
+  j->home = (h->flags & URSA_DIST_DETACHED) ? 0 : h->obj & ((1ull << 48) - 1);
   j->src = h->src;
   j->req = h->req;
   j->len = h->len;
   if (h->len) memcpy(j->arg, data, h->len);
-  if (d) {
-    d->seq = j->seq = D.next_seq++;
-    d->next = D.bucket[d->seq % NBUCKETS];
-    D.bucket[d->seq % NBUCKETS] = d;
-  }
   D.live++;
   D.st.spawned++;
   j->next = c->jobs;                                  /* ctx_run creates it and replies */
@@ -658,21 +718,47 @@ static void handle(struct ctx *c, const struct hdr *h, const void *data) {
   }
   case K_LOAD:
     break;
-  case K_JOIN: {
-    uint64_t seq = h->obj & ((1ull << 48) - 1);
-    struct dthr **pp, *d = thr_find(seq, &pp);
-    if (d == NULL) { reply(c, h->src, h->req, seq < D.next_seq && seq != 0 ? -EINVAL : -ESRCH, NULL, 0, 0); break; }
+  case K_JOIN: {                                     /* at the join home (from here or a rank */
+    uint32_t key = KEY(h->obj);                      /* the handle was sent to)                */
+    struct dthr **pp, *d = thr_find(key, &pp);
+    if (d == NULL) {                                 /* joined already (or never created) */
+      bool used = key != 0 && (D.keys_wrapped || key < D.next_key);
+      reply(c, h->src, h->req, used ? -EINVAL : -ESRCH, NULL, 0, 0);
+      break;
+    }
     if (d->joining) { reply(c, h->src, h->req, -EINVAL, NULL, 0, 0); break; }
     if (d->exited) {
       reply(c, h->src, h->req, d->status, d->res, d->len, 0);
       *pp = d->next;
       free(d->res);
       free(d);
+      D.nthr--;
       break;
     }
     d->joining = true;
     d->joiner_src = h->src;
     d->joiner_req = h->req;
+    break;
+  }
+  case K_SYNC:                                       /* the UNLOCKs before it on this pair are handled */
+    reply(c, h->src, h->req, 0, NULL, 0, 0);
+    break;
+  case K_RESULT: {                                   /* at the join home: a thread ended */
+    struct dthr **pp, *d = thr_find(KEY(h->obj), &pp);
+    if (d == NULL) die("a result from rank %d for no thread created here (key %u): protocol error", h->src, KEY(h->obj));
+    if (d->joining) {
+      reply(c, d->joiner_src, d->joiner_req, h->status, data, h->len, 0);
+      *pp = d->next;
+      free(d);
+      D.nthr--;
+      break;
+    }
+    d->exited = true;
+    d->status = h->status;
+    d->len = h->len;
+    d->res = h->len ? malloc(h->len) : NULL;
+    if (h->len && d->res == NULL) { d->status = -ENOMEM; d->len = 0; }
+    else if (h->len) memcpy(d->res, data, h->len);
     break;
   }
   case K_CREATE: {
@@ -840,7 +926,7 @@ static void watchdog(uint64_t t) {
   for (int i = 0; i < D.nslots; i++) {
     struct dreq *r = D.slots[i];
     if (r == NULL || t - r->t0 <= D.timeout_ns / 2) continue;
-    int dst = r->dst == URSA_RANK_ANY ? 0 : r->dst;
+    int dst = r->watch == URSA_RANK_ANY ? 0 : r->watch;
     if (dst == D.rank) continue;                     /* answered here: this thread is alive */
     if (D.pinged[dst] > D.heard[dst]) {              /* a ping is unanswered */
       if (t - D.pinged[dst] > D.timeout_ns / 2) { stuck = dst; break; }
@@ -1119,9 +1205,11 @@ static void *progress(void *self) {
   int pend = 0, rc = D.T->start();
   if (rc == 0) {
     D.load_est = calloc((size_t)D.size, sizeof *D.load_est);
+    D.unl_sent = calloc((size_t)D.size, sizeof *D.unl_sent);
+    D.unl_acked = calloc((size_t)D.size, sizeof *D.unl_acked);
     D.heard = calloc((size_t)D.size, sizeof *D.heard);
     D.pinged = calloc((size_t)D.size, sizeof *D.pinged);
-    if (!D.load_est || !D.heard || !D.pinged || D.size > 65535) rc = D.size > 65535 ? -EINVAL : -ENOMEM;
+    if (!D.load_est || !D.heard || !D.pinged || !D.unl_sent || !D.unl_acked || D.size > 65535) rc = D.size > 65535 ? -EINVAL : -ENOMEM;
     else for (int r = 0; r < D.size; r++) D.heard[r] = now_ns();
   }
   if (rc == 0 && D.rank == 0) {                          /* object 0 of rank 0: ursa_dist_barrier_all */
@@ -1139,9 +1227,9 @@ static void *progress(void *self) {
   for (;;) {
     int n = 0;
     __atomic_fetch_add(&D.st.polls, 1, __ATOMIC_RELAXED);          /* read by ursa_dist_stats */
-    if (__atomic_load_n(&D.ndone, __ATOMIC_RELAXED)) reap();
     /* a message sent counts as activity: its answer comes soon, so the backoff starts over */
     if (__atomic_load_n(&D.nout, __ATOMIC_RELAXED) || pend) n += sends_flush(&pend);
+    if (__atomic_load_n(&D.ndone, __ATOMIC_RELAXED)) reap();      /* after: a result goes out first */
     n += receive();
     /* answers the handlers queued go out before this thread yields: the thread it wakes may
      * compute for long without blocking (then, with one VP, this thread would not run) */
@@ -1235,7 +1323,7 @@ int ursa_dist_init(int *argc, char ***argv) {
   register_kind();
   D.smp = ursa_vp_count() > 1;
   D.argc = argc; D.argv = argv;
-  D.next_seq = 1;
+  D.next_key = 1;
   ursa_sem_init(&D.kick, 0);
   ursa_sem_init(&D.ready, 0);
   ursa_attr_t a;
@@ -1266,7 +1354,7 @@ int ursa_dist_finalize(void) {
   ursa_join(D.prog, NULL);
   reap();
   for (int i = 0; i < NBUCKETS; i++)
-    while (D.bucket[i]) { struct dthr *d = D.bucket[i]; D.bucket[i] = d->next; free(d->res); free(d); }
+    while (D.bucket[i]) { struct dthr *d = D.bucket[i]; D.bucket[i] = d->next; free(d->res); free(d); }  /* unjoined */
   for (int i = 0; i < D.nobjs; i++) {
     struct dwait *w;
     while ((w = dequeue(&D.objs[i])) != NULL) free(w);
@@ -1275,6 +1363,7 @@ int ursa_dist_finalize(void) {
   while (D.held) { struct held *h = D.held; D.held = h->next; free(h); }
   while (D.arrs) { struct darr *a = D.arrs; D.arrs = a->next; arr_free(a); }
   free(D.objs); free(D.ofree); free(D.slots); free(D.sgen); free(D.sfree); free(D.load_est); free(D.fns);
+  free(D.unl_sent); free(D.unl_acked);
   free(D.heard); free(D.pinged);
   ursa_sem_destroy(&D.kick);
   ursa_sem_destroy(&D.ready);
@@ -1311,10 +1400,11 @@ int ursa_dist_register(const char *name, ursa_dist_fn fn) {
   return 0;
 }
 
-/* One request from the calling thread: post it, wait for its answer. */
-static int rpc(int dst, int kind, unsigned flags, uint64_t obj, uint64_t a, const void *data, size_t len,
-               void *out, size_t cap, size_t *outlen, uint64_t *outa) {
-  struct dreq r = {.kind = kind, .dst = dst, .buf = out, .cap = cap};
+/* One request from the calling thread: post it to dst, wait for its answer.  watch: the rank the
+ * answer waits on, which the watchdog pings (dst, but for a join the thread's owner). */
+static int rpc_w(int dst, int watch, int kind, unsigned flags, uint64_t obj, uint64_t a, const void *data, size_t len,
+                 void *out, size_t cap, size_t *outlen, uint64_t *outa) {
+  struct dreq r = {.kind = kind, .dst = dst, .watch = watch, .buf = out, .cap = cap};
   struct ctx c = {0};
   struct ursa__thread *self = ursa__self_thread();
   int rc;
@@ -1344,6 +1434,11 @@ static int rpc(int dst, int kind, unsigned flags, uint64_t obj, uint64_t a, cons
   return r.status;
 }
 
+static int rpc(int dst, int kind, unsigned flags, uint64_t obj, uint64_t a, const void *data, size_t len,
+               void *out, size_t cap, size_t *outlen, uint64_t *outa) {
+  return rpc_w(dst, dst, kind, flags, obj, a, data, len, out, cap, outlen, outa);
+}
+
 static int check_rank(int r, bool any) {
   if (!running()) return -ENOTCONN;
   if ((any && r == URSA_RANK_ANY) || (r >= 0 && r < D.size)) return 0;
@@ -1358,23 +1453,37 @@ int ursa_dist_create(ursa_dist_thread_t *t, int rank, const char *name, const vo
       (t == NULL && !(flags & URSA_DIST_DETACHED)))
     return -EINVAL;
   h = name_hash(name);
+  /* A joinable thread's record exists here (its join home) before the spawn leaves: its result
+   * may arrive before the spawn's answer (it may run and end on another VP of its rank first). */
   bool known = false;
+  uint32_t key = 0;
   lock();
   for (int i = 0; i < D.nfns; i++) known = known || D.fns[i].hash == h;
+  rc = known && !(flags & URSA_DIST_DETACHED) ? thr_new(&key) : 0;
   unlock();
   if (!known) return -ENOENT;                          /* not registered here: no message */
-  rc = rpc(rank, rank == URSA_RANK_ANY ? K_SPAWN_ANY : K_SPAWN, flags, 0, h, arg, len, NULL, 0, NULL, &id);
-  if (rc == 0 && t) t->id = (flags & URSA_DIST_DETACHED) ? 0 : id;
+  if (rc) return rc;
+  uint64_t home = key ? ((uint64_t)D.rank << 32) | key : 0;
+  rc = rpc(rank, rank == URSA_RANK_ANY ? K_SPAWN_ANY : K_SPAWN, flags, home, h, arg, len, NULL, 0, NULL, &id);
+  if (rc != 0 && key) {                                /* no thread (-ENOENT there, -ENOMEM): */
+    lock();                                            /* no result will come                 */
+    thr_drop(key);
+    unlock();
+  }
+  if (rc == 0 && t) t->id = key ? id : 0;
   return rc;
 }
 
+/* Asks the join home, which answers once the result is there: on the creator's rank the K_JOIN
+ * is handled at once by this thread (a function call, no message) and it parks until the result
+ * arrives; from any other rank it is one round trip to the join home. */
 int ursa_dist_join(ursa_dist_thread_t t, void *res, size_t cap, size_t *len) {
   if (!running()) return -ENOTCONN;
-  if (t.id == 0 || OWNER(t.id) >= D.size) return -ESRCH;
+  if (t.id == 0 || OWNER(t.id) >= D.size || HOME(t.id) >= D.size) return -ESRCH;
   if (res == NULL) cap = 0;
   size_t n = 0;
   unsigned char dummy;
-  int rc = rpc(OWNER(t.id), K_JOIN, 0, t.id, 0, NULL, 0, res ? res : &dummy, cap, &n, NULL);
+  int rc = rpc_w(HOME(t.id), OWNER(t.id), K_JOIN, 0, t.id, 0, NULL, 0, res ? res : &dummy, cap, &n, NULL);
   if (len) *len = n;
   if (rc == -EMSGSIZE && res == NULL) rc = 0;          /* the result was not wanted */
   return rc;
@@ -1448,6 +1557,10 @@ int ursa_dist_mutex_unlock(ursa_dist_mutex_t m) {
   struct held *h = *pp;
   *pp = h->next;
   struct hdr u = {.kind = K_UNLOCK, .src = D.rank, .obj = m.id, .a = tok};
+  if (OWNER(m.id) != D.rank) {                         /* unanswered: tramp's SYNC covers it */
+    D.unl_sent[OWNER(m.id)]++;
+    __atomic_store_n(&D.unl_out, D.unl_out + 1, __ATOMIC_RELAXED);   /* read unlocked by tramp */
+  }
   post(&c, OWNER(m.id), &u, NULL);
   unlock();
   free(h);
@@ -1570,6 +1683,7 @@ int ursa_dist_stats(ursa_dist_stats_t *out) {
   out->polls = __atomic_load_n(&D.st.polls, __ATOMIC_RELAXED);          /* the progress thread's */
   out->idle_sleeps = __atomic_load_n(&D.st.idle_sleeps, __ATOMIC_RELAXED);
   out->spawned = D.st.spawned;
+  out->unjoined = (uint64_t)D.nthr;
   out->sent = D.sent;
   out->received = D.recvd;
   unlock();

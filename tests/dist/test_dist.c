@@ -73,6 +73,43 @@ static ssize_t fn_joiner(const void *arg, size_t len, void *res, size_t cap) {
   return rc ? rc : (ssize_t)n;
 }
 
+/* "box_joiner": reads a thread's handle from the I-structure in arg, joins it, returns its result */
+static ssize_t fn_box_joiner(const void *arg, size_t len, void *res, size_t cap) {
+  ursa_dist_ivar_t box;
+  ursa_dist_thread_t t;
+  size_t n = 0;
+  if (len != sizeof box) return -EINVAL;
+  memcpy(&box, arg, sizeof box);
+  int rc = ursa_dist_ivar_read(box, &t, sizeof t, &n);
+  if (rc || n != sizeof t) return rc ? rc : -EPROTO;
+  rc = ursa_dist_join(t, res, cap, &n);
+  return rc ? rc : (ssize_t)n;
+}
+
+/* "open_join": {I-structure, thread}: writes the I-structure (which the thread waits on), then
+ * joins the thread: its result and this join race to the join home */
+struct open_join { ursa_dist_ivar_t gate; ursa_dist_thread_t t; };
+static ssize_t fn_open_join(const void *arg, size_t len, void *res, size_t cap) {
+  struct open_join o;
+  int64_t one = 1;
+  size_t n = 0;
+  if (len != sizeof o) return -EINVAL;
+  memcpy(&o, arg, sizeof o);
+  int rc = ursa_dist_ivar_write(o.gate, &one, sizeof one);
+  if (rc == 0) rc = ursa_dist_join(o.t, res, cap, &n);
+  return rc ? rc : (ssize_t)n;
+}
+
+/* "lock_unlock": locks and unlocks the mutex in arg (its last act: an UNLOCK, which has no answer) */
+static ssize_t fn_lock_unlock(const void *arg, size_t len, void *res, size_t cap) {
+  ursa_dist_mutex_t m;
+  (void)res; (void)cap;
+  if (len != sizeof m) return -EINVAL;
+  memcpy(&m, arg, sizeof m);
+  int rc = ursa_dist_mutex_lock(m);
+  return rc ? rc : ursa_dist_mutex_unlock(m);
+}
+
 /* "fails": returns -EDOM */
 static ssize_t fn_fails(const void *arg, size_t len, void *res, size_t cap) {
   (void)arg; (void)len; (void)res; (void)cap;
@@ -229,6 +266,9 @@ static void register_all(void) {
   OK(ursa_dist_register("whoami", fn_whoami));
   OK(ursa_dist_register("wait_ivar", fn_wait_ivar));
   OK(ursa_dist_register("joiner", fn_joiner));
+  OK(ursa_dist_register("box_joiner", fn_box_joiner));
+  OK(ursa_dist_register("open_join", fn_open_join));
+  OK(ursa_dist_register("lock_unlock", fn_lock_unlock));
   OK(ursa_dist_register("fails", fn_fails));
   OK(ursa_dist_register("ivar_put", fn_ivar_put));
   OK(ursa_dist_register("critical", fn_critical));
@@ -677,6 +717,150 @@ static void t_bad_input(void) {
   CHECK_EQ(ursa_dist_loop_run(2, 1, loop_rank_main, NULL), -EBUSY);      /* the layer runs here */
 }
 
+/* ---- the join home: a joinable thread's result is pushed to its creator's rank ------------------- */
+
+static uint64_t unjoined(void) {
+  ursa_dist_stats_t st;
+  OK(ursa_dist_stats(&st));
+  return st.unjoined;
+}
+
+/* A handle made on rank 0 for a thread on rank 1 travels as bytes to rank 2 (as the argument of a
+ * thread there, or through an I-structure homed there) and is joined there: the join goes to the
+ * join home (rank 0).  Rounds by round % 4: 0 and 2, a thread that ends at once (its result is
+ * at the home first); 3, one that waits on an I-structure that rank 0 writes once the joiner
+ * exists (the join is at the home first); 1, the joiner itself writes that I-structure and then
+ * joins (the thread's result and the join race to the home: over the loop transport's seeds both
+ * orders happen).  Then the handle joined again on rank 0: -EINVAL.  With 2 ranks "rank 2" is
+ * rank 0 (the join is the home's own). */
+static void t_join_elsewhere(void) {
+  OK(ursa_dist_barrier_all());
+  if (rank != 0) return;
+  int owner = 1 % size, jr = 2 % size;
+  for (int64_t round = 0; round < 8; round++) {
+    bool gated = round % 2, by_box = round % 4 >= 2;
+    ursa_dist_ivar_t gate, box;
+    ursa_dist_thread_t t, j;
+    if (gated) OK(ursa_dist_ivar_create(owner, &gate));
+    if (by_box) {                                   /* the joiner first: it waits for the handle */
+      OK(ursa_dist_ivar_create(jr, &box));
+      OK(ursa_dist_create(&j, jr, "box_joiner", &box, sizeof box, 0));
+    }
+    if (gated) OK(ursa_dist_create(&t, owner, "wait_ivar", &gate, sizeof gate, 0));
+    else OK(ursa_dist_create(&t, owner, "whoami", &round, sizeof round, 0));
+    CHECK_EQ(ursa_dist_thread_rank(t), owner);
+    if (by_box) OK(ursa_dist_ivar_write(box, &t, sizeof t));
+    else if (gated) {
+      struct open_join o = {gate, t};
+      OK(ursa_dist_create(&j, jr, "open_join", &o, sizeof o, 0));
+    } else OK(ursa_dist_create(&j, jr, "joiner", &t, sizeof t, 0));
+    if (gated && by_box) OK(ursa_dist_ivar_write(gate, &round, sizeof round));
+    int64_t out[2] = {-1, -1};
+    size_t n = 0;
+    OK(ursa_dist_join(j, out, sizeof out, &n));
+    CHECK_EQ(n, gated ? 8 : 16);
+    CHECK_EQ(out[0], owner);
+    if (!gated) CHECK_EQ(out[1], round);
+    CHECK_EQ(ursa_dist_join(t, NULL, 0, NULL), -EINVAL);          /* joined on rank 2 already */
+    if (gated) OK(ursa_dist_ivar_destroy(gate));
+    if (by_box) OK(ursa_dist_ivar_destroy(box));
+  }
+  CHECK_EQ(unjoined(), 0);
+}
+
+/* A thread on rank 1 unlocks a mutex homed on rank 2 and ends; its creator (rank 0) joins it and
+ * destroys the mutex at once: the UNLOCK (1 -> 2) must be handled before the destroy (0 -> 2),
+ * though the thread's RESULT went 1 -> 0 (the thread syncs with rank 2 before it pushes its
+ * result).  With 2 ranks the mutex is on rank 0, the join home (FIFO on the pair 1 -> 0). */
+static void t_unlock_join(void) {
+  OK(ursa_dist_barrier_all());
+  if (rank != 0) return;
+  for (int i = 0; i < 20; i++) {
+    ursa_dist_mutex_t m;
+    ursa_dist_thread_t t;
+    OK(ursa_dist_mutex_create(2 % size, &m));
+    OK(ursa_dist_create(&t, 1 % size, "lock_unlock", &m, sizeof m, 0));
+    OK(ursa_dist_join(t, NULL, 0, NULL));
+    OK(ursa_dist_mutex_destroy(m));
+  }
+}
+
+/* Two joins of one thread from two different ranks (joiner threads on ranks 1 and 2, or 1 and 0
+ * with 2 ranks) while it waits, then once it ended: one gets the result, the other -EINVAL. */
+static void t_double_join(void) {
+  OK(ursa_dist_barrier_all());
+  if (rank != 0 || size < 2) return;
+  int owner = size - 1;
+  for (int round = 0; round < 2; round++) {
+    ursa_dist_ivar_t gate;
+    ursa_dist_thread_t a, j1, j2;
+    int64_t one = 1;
+    OK(ursa_dist_ivar_create(owner, &gate));
+    OK(ursa_dist_create(&a, owner, "wait_ivar", &gate, sizeof gate, 0));
+    if (round == 1) OK(ursa_dist_ivar_write(gate, &one, sizeof one));   /* may end before the joins */
+    OK(ursa_dist_create(&j1, 1 % size, "joiner", &a, sizeof a, 0));
+    OK(ursa_dist_create(&j2, 2 % size, "joiner", &a, sizeof a, 0));
+    if (round == 0) OK(ursa_dist_ivar_write(gate, &one, sizeof one));
+    int64_t g1 = -1, g2 = -1;
+    size_t n1 = 0, n2 = 0;
+    int rc1 = ursa_dist_join(j1, &g1, sizeof g1, &n1), rc2 = ursa_dist_join(j2, &g2, sizeof g2, &n2);
+    CHECK((rc1 == 0 && rc2 == -EINVAL) || (rc1 == -EINVAL && rc2 == 0));
+    if (rc1 == 0) { CHECK_EQ(n1, 8); CHECK_EQ(g1, owner); }
+    else { CHECK_EQ(n2, 8); CHECK_EQ(g2, owner); }
+    OK(ursa_dist_ivar_destroy(gate));
+  }
+  CHECK_EQ(unjoined(), 0);
+}
+
+/* A spawn refused by its target (-ENOENT: the name is registered on rank 0 only) leaves no join
+ * record behind on the creator (and the job still ends: termination concludes). */
+static void t_refused(void) {
+  OK(ursa_dist_barrier_all());
+  if (rank != 0) return;
+  ursa_dist_thread_t t;
+  uint64_t before = unjoined();
+  for (int r = 1; r < size; r++) CHECK_EQ(ursa_dist_create(&t, r, "only_on_0", NULL, 0, 0), -ENOENT);
+  CHECK_EQ(unjoined(), before);
+  OK(ursa_dist_create(&t, 0, "only_on_0", NULL, 0, 0));
+  CHECK_EQ(unjoined(), before + 1);
+  OK(ursa_dist_join(t, NULL, 0, NULL));
+  CHECK_EQ(unjoined(), before);
+  /* a refusal after the arbiter picked a rank: some of these land on a rank without the name */
+  int refused = 0;
+  for (int i = 0; i < 2 * size; i++) {
+    int rc = ursa_dist_create(&t, URSA_RANK_ANY, "only_on_0", NULL, 0, 0);
+    CHECK(rc == 0 || rc == -ENOENT);
+    if (rc == 0) OK(ursa_dist_join(t, NULL, 0, NULL));
+    else refused++;
+  }
+  CHECK(size == 1 || refused > 0);
+  CHECK_EQ(unjoined(), before);
+  /* and a joinable thread never joined does not keep the job alive */
+  OK(ursa_dist_create(&t, size - 1, "whoami", NULL, 0, 0));
+}
+
+/* Wildcard create + join from every rank at once; half the handles are joined on the next rank
+ * (by a joiner thread there), half by the creator. */
+static void t_wildcard_all(void) {
+  OK(ursa_dist_barrier_all());
+  enum { N = 12 };
+  ursa_dist_thread_t ts[N], js[N];
+  for (int i = 0; i < N; i++) {
+    int64_t arg = rank * 1000 + i;
+    OK(ursa_dist_create(&ts[i], URSA_RANK_ANY, "whoami", &arg, sizeof arg, 0));
+    CHECK(ursa_dist_thread_rank(ts[i]) >= 0 && ursa_dist_thread_rank(ts[i]) < size);
+    if (i % 2) OK(ursa_dist_create(&js[i], (rank + 1) % size, "joiner", &ts[i], sizeof ts[i], 0));
+  }
+  for (int i = N - 1; i >= 0; i--) {
+    int64_t out[2] = {-1, -1};
+    OK(ursa_dist_join(i % 2 ? js[i] : ts[i], out, sizeof out, NULL));
+    CHECK_EQ(out[0], ursa_dist_thread_rank(ts[i]));
+    CHECK_EQ(out[1], rank * 1000 + i);
+  }
+  CHECK_EQ(unjoined(), 0);
+  OK(ursa_dist_barrier_all());
+}
+
 /* rank size-1 dies (SIGKILL) while rank 0 waits on it: the job must end non-zero (the CTest
  * wrapper checks the status; tests/dist/expect_fail.sh) */
 static void t_rank_death(void) {
@@ -723,7 +907,8 @@ static const struct test tests[] = {
   {"create_join", t_create_join}, {"wildcard", t_wildcard}, {"detached", t_detached},
   {"mutex", t_mutex}, {"mutex_fifo", t_mutex_fifo}, {"structures", t_structures}, {"barrier", t_barrier}, {"arrays", t_arrays},
   {"bad_input", t_bad_input}, {"rank_death", t_rank_death}, {"stuck_rank", t_stuck_rank},
-  {"termination", t_termination},
+  {"termination", t_termination}, {"join_elsewhere", t_join_elsewhere}, {"double_join", t_double_join},
+  {"refused", t_refused}, {"wildcard_all", t_wildcard_all}, {"unlock_join", t_unlock_join},
 };
 
 /* --loop: the main of each simulated rank */
