@@ -150,7 +150,6 @@ GO_UNITS = {"yield": "ns/switch", "chan": "ns/pass", "ring": "ns/pass", "create"
 # creations.
 RADIX_R = 8
 RADIX_LIST = f"{smp_suite.RADIX_WARMUP},{RADIX_R}"
-GO_RADIX_OTHER = (1, 4, 10)          # with RADIX_R: the SMP section's default radices
 
 # The suite, in table order.  Counts follow the task; est is measured on the development VM.
 SUITE = [
@@ -257,9 +256,8 @@ SUITE = [
           args=("live-time",), max_runs=RSS_1M_MAX_RUNS),
     *[go_bench(f"radix-2^{RADIX_R}", p, "2^8 goroutines + WaitGroup per phase", 22, 22, (0.5, 0.4),
                args=("radix", RADIX_LIST)) for p in GO_PROCS],
-    # issue #20: Go at GOMAXPROCS=N at the SMP section's other radices too (radix_vs_go below)
-    *[go_bench(f"radix-2^{r}", NCPU, "2^8 goroutines + WaitGroup per phase", 22, 22, (0.5, 0.4),
-               args=("radix", f"{smp_suite.RADIX_WARMUP},{r}")) for r in GO_RADIX_OTHER if NCPU > 1],
+    # issue #20: Go at GOMAXPROCS=N at every radix of the SMP section runs there, interleaved with
+    # ursa's and the kernel threads' radix sorts (smp_suite.run; radix_vs_go below)
     Bench(f"radix-2^{RADIX_R}", "boost-fiber", "boost_fiber_radix", "ms", 22, 22, 0.5,
           "2^8 fibers (64 KiB stacks) made, then each resumed to its end, per phase; 1 kernel thread",
           args=(RADIX_LIST,), counts=False),
@@ -642,7 +640,7 @@ def radix_vs_go(entries, smp_entries):
     ratios = []
     for (bench, impl), e in sorted(smp.items(), key=lambda kv: int(kv[0][0].split("^")[1])
                                    if kv[0][0].startswith("radix-2^") else 0):
-        g = micro.get((bench, f"go{NCPU}"))
+        g = smp.get((bench, f"go{NCPU}")) or micro.get((bench, f"go{NCPU}"))   # the same rounds first
         if impl == f"ursa-{NCPU}vp" and g and e["status"] == "ok" and g["status"] == "ok":
             ratios.append((bench[len("radix-"):], e["median"] / g["median"]))
     r = {"name": f"radix sort: ursa {NCPU} VPs / Go GOMAXPROCS={NCPU}, every radix (worst; issue #20)",
@@ -921,7 +919,9 @@ def main():
     entries, plan = plan_suite(args, build_bench, config) if run_micro else ([], [])
     smp_jobs, smp_settings, smp_plan = [], None, []
     if run_smp:
-        smp_jobs, smp_settings = smp_suite.plan(mode, args.runs)
+        go_ok = (os.access(os.path.join(build_bench, "go_peers"), os.X_OK) and
+                 config.get("go_found") is not False)
+        smp_jobs, smp_settings = smp_suite.plan(mode, args.runs, go=go_ok)
         smp_plan = [(job, None, job.est + 0.01, args.runs + 1) for job in smp_jobs]
         if smp_settings["vps"] < 2:
             print(f"run.py: warning: this process may use {smp_settings['vps']} CPU: the SMP section "

@@ -50,13 +50,15 @@ def fmt(v):
 class Job:
     """One invocation of an SMP program, and the (bench, impl, unit) rows its RESULT lines give."""
 
-    def __init__(self, program, args, expects, est, answers=None, skip_first=False):
+    def __init__(self, program, args, expects, est, answers=None, skip_first=False, env=None, group=None):
         self.program = program
         self.args = [str(a) for a in args]
         self.expects = expects          # [(bench, impl, unit, what)]
         self.est = est                  # a priori seconds per run on the 2-core development VM
         self.answers = answers or {}    # {(bench, impl): expected answer}
         self.skip_first = skip_first    # the first RESULT line (and its VPSTAT lines) is a warm-up
+        self.env = dict(env or {})      # added to the environment of its runs (GOMAXPROCS)
+        self.group = group              # "radix": its runs interleave with the group's others (run)
 
     def label(self):
         return " ".join([self.program] + self.args)
@@ -66,8 +68,9 @@ def radix_passes(r):
     return (32 + r - 1) // r
 
 
-def plan(mode, runs):
-    """(jobs, settings) for a mode: quick, default or full."""
+def plan(mode, runs, go=False):
+    """(jobs, settings) for a mode: quick, default or full; go: Go's radix sort (go_peers) is built
+    and runs in the radix group at GOMAXPROCS=N."""
     n = ncpus()
     radices = {"quick": [1, 8], "default": [1, 4, 8, 10], "full": list(range(1, 11))}[mode]
     passes, yields = {"quick": (1_000_000, 1_000_000), "default": (5_000_000, 2_000_000),
@@ -99,7 +102,8 @@ def plan(mode, runs):
     for variant, vn, impl, what, per_pass in variants:
         expects = [(f"radix-2^{r}", impl, "ms", what) for r in radices]
         est = 0.15 + (radix_passes(RADIX_WARMUP) + sum(radix_passes(r) for r in radices)) * per_pass
-        jobs.append(Job("radix_sort", [variant, vn, f"{RADIX_WARMUP},{rlist}"], expects, est, skip_first=True))
+        jobs.append(Job("radix_sort", [variant, vn, f"{RADIX_WARMUP},{rlist}"], expects, est, skip_first=True,
+                        group="radix"))
 
     # the same sort as an unmodified POSIX-threads program (peers/pthread_radix.c, issue #17):
     # natively, and under ursa-run at N VPs (pthread_radix_ursa_run N ...)
@@ -110,7 +114,16 @@ def plan(mode, runs):
              f"the same binary under ursa-run -n {n} (libursa-pthread.so)", 0.014)):
         expects = [(f"radix-2^{r}", impl, "ms", what) for r in radices]
         est = 0.2 + (radix_passes(RADIX_WARMUP) + sum(radix_passes(r) for r in radices)) * per_pass
-        jobs.append(Job(program, pre + [f"{RADIX_WARMUP},{rlist}"], expects, est, skip_first=True))
+        jobs.append(Job(program, pre + [f"{RADIX_WARMUP},{rlist}"], expects, est, skip_first=True,
+                        group="radix"))
+
+    # Go at GOMAXPROCS=N (issue #20's peer), the same sort in its own program (peers/go/radix.go)
+    if go and n > 1:
+        expects = [(f"radix-2^{r}", f"go{n}", "ms", f"2^8 goroutines + WaitGroup per phase, GOMAXPROCS={n}")
+                   for r in radices]
+        est = 0.2 + (radix_passes(RADIX_WARMUP) + sum(radix_passes(r) for r in radices)) * 0.013
+        jobs.append(Job("go_peers", ["radix", f"{RADIX_WARMUP},{rlist}", 22], expects, est, skip_first=True,
+                        env={"GOMAXPROCS": str(n)}, group="radix"))
 
     for vn in sorted({1, n}):
         impl = f"ursa-{vn}vp"
@@ -242,7 +255,13 @@ def sys_delta(before, after):
 
 
 def run(jobs, settings, build_bench, env, progress, plan_items, run_program, timeout):
-    """Runs every job (1 warm-up + settings['runs'] timed runs); returns (entries, vpstats)."""
+    """Runs every job (1 warm-up + settings['runs'] timed runs); returns (entries, vpstats).
+
+    The jobs of the radix group run round by round (the warm-up of each, then run 1 of each, ...)
+    rather than one after the other: this machine's memory-bound two-thread runs are sometimes
+    1.4-2x slower for a minute or so (the fixed kernel threads as much as ursa: a neighbour of the
+    virtual machine, not the program), and interleaving gives every variant of the comparison
+    (ursa, POSIX threads, fixed kernel threads, Go) the same share of such a spell."""
     entries, by_key, vpstat_runs = [], {}, []
     for job in jobs:
         for bench, impl, unit, what in job.expects:
@@ -250,45 +269,64 @@ def run(jobs, settings, build_bench, env, progress, plan_items, run_program, tim
             entries.append(e)
             by_key[(bench, impl)] = e
     total = len(plan_items)
-    for index, (job, _, est, runs) in enumerate(plan_items, 1):
-        mine = [by_key[(b, i)] for b, i, _, _ in job.expects]
+    items = list(enumerate(plan_items, 1))
+    # the order of (index, item, run): radix jobs interleaved at the place of the first of them
+    order, placed = [], False
+    radix = [(i, it) for i, it in items if it[0].group == "radix"]
+    for i, it in items:
+        if it[0].group == "radix":
+            if not placed:
+                placed = True
+                for r in range(max(x[3] for _, x in radix)):
+                    order.extend((j, x, r) for j, x in radix if r < x[3])
+            continue
+        order.extend((i, it, r) for r in range(it[3]))
+    last = {}
+    for j, (i, it, r) in enumerate(order):
+        last[i] = j
+    failed = set()
+    for j, (index, (job, _, est, runs), r) in enumerate(order):
+        mine = [by_key[(b, im)] for b, im, _, _ in job.expects]
         path = os.path.join(build_bench, job.program)
         label = f"[SMP {index}/{total}] {job.label()}"
+        if index in failed:
+            continue
         if not os.access(path, os.X_OK):
             for e in mine:
                 e["status"], e["reason"] = "failed", f"{path} not found: build the project first"
             progress.note(f"{label}: FAILED: {path} not found")
             progress.drop(est * runs)
+            failed.add(index)
             continue
-        for r in range(runs):
-            kind = "warm-up" if r == 0 else f"run {r}/{runs - 1}"
-            progress.show(f"{label} {kind}", True, est, 0.0)
-            before = sys_snapshot()
-            rc, out, err, secs = run_program(
-                path, job.args, env, lambda t, k=kind: progress.show(f"{label} {k}", False, est, t))
-            events = sys_delta(before, sys_snapshot())
-            progress.run_done(est, secs)
-            got, vps, why = check_job_run(job, rc, out, err, timeout)
-            if why is not None:
-                for e in mine:
-                    e["status"], e["reason"] = "failed", f"{kind}: {why}"
-                progress.note(f"{label}: FAILED: {kind}: {why}")
-                progress.drop(est * (runs - r - 1))
-                break
+        kind = "warm-up" if r == 0 else f"run {r}/{runs - 1}"
+        progress.show(f"{label} {kind}", True, est, 0.0)
+        before = sys_snapshot()
+        rc, out, err, secs = run_program(
+            path, job.args, dict(env, **job.env), lambda t, k=kind: progress.show(f"{label} {k}", False, est, t))
+        events = sys_delta(before, sys_snapshot())
+        progress.run_done(est, secs)
+        got, vps, why = check_job_run(job, rc, out, err, timeout)
+        if why is not None:
             for e in mine:
-                res = got[(e["bench"], e["impl"])]
-                if r == 0:
-                    e["warmup"] = res["value"]
-                    continue
-                e["samples"].append(res["value"])
-                e["sys"].append(events)
-                e["fields"].append({k: v for k, v in res.items()
-                                    if k not in ("bench", "impl", "value", "unit")})
-                e["answer"] = int(res["answer"]) if res.get("answer", "").isdigit() else None
-                e["n"] = int(res["n"]) if res.get("n", "").isdigit() else None
-            if r > 0:
-                vpstat_runs.extend(dict(v, run=r) for v in vps)
-        if all(e["status"] == "pending" for e in mine):
+                e["status"], e["reason"] = "failed", f"{kind}: {why}"
+            progress.note(f"{label}: FAILED: {kind}: {why}")
+            progress.drop(est * (runs - r - 1))
+            failed.add(index)
+            continue
+        for e in mine:
+            res = got[(e["bench"], e["impl"])]
+            if r == 0:
+                e["warmup"] = res["value"]
+                continue
+            e["samples"].append(res["value"])
+            e["sys"].append(events)
+            e["fields"].append({k: v for k, v in res.items()
+                                if k not in ("bench", "impl", "value", "unit")})
+            e["answer"] = int(res["answer"]) if res.get("answer", "").isdigit() else None
+            e["n"] = int(res["n"]) if res.get("n", "").isdigit() else None
+        if r > 0:
+            vpstat_runs.extend(dict(v, run=r) for v in vps)
+        if last[index] == j and all(e["status"] == "pending" for e in mine):
             parts = []
             for e in mine:
                 e["status"] = "ok"
