@@ -102,8 +102,6 @@ pshared	process-shared mutexes and condition variables answer ENOTSUP (issue #17
 prio	priority-protocol mutexes (PTHREAD_PRIO_INHERIT/PROTECT) and their ceilings answer ENOTSUP (issue #17); ursa has no priorities
 coop-spin-signals	the test's worker calls the tested function in a loop that never blocks (pthread_once, pthread_sigmask, pthread_cond_signal, pthread_kill to itself, ...) until main, after a sleep, tells it to stop, while two threads signal the process: under the cooperative models (cm; pcm, depending on where the threads land) the threads that share the worker's VP, main or the senders, never run again (the signals and their handlers' sem_post work: under cp-ts these tests pass)
 rwlock-busy	the thread that took the read lock exits without unlocking it, and main then destroys the rwlock: the layer answers EBUSY, which POSIX allows ("may fail"); glibc answers 0
-signals-2vp-open	hangs in some runs at 2 VPs under cp-ts and passes in others (the signal tests of the EINTR family); not diagnosed yet
-create-14-open	the worker creates and joins threads with 33 attribute sets while two threads signal the process: it hangs under ursa in every configuration; not diagnosed yet
 async-cancel	asynchronous cancellation acts as deferred (docs/GUIDE.md): a thread blocked in pthread_mutex_lock, which is not a cancellation point, is not cancelled
 stack-addr	a stack given with pthread_attr_setstack is stored and reported, but ursa runs the thread on a stack it maps itself (docs/GUIDE.md)
 rwlock-eperm	unlocking an rwlock the caller does not hold answers EPERM, which POSIX allows ("may fail"); the test accepts only 0 (glibc's answer) or EINVAL
@@ -138,12 +136,8 @@ pthread_cancel/5-2	cm-1,pcm-2	coop-spin-signals
 pthread_cond_broadcast/4-2	cm-1,pcm-2	coop-spin-signals
 pthread_cond_init/4-2	cm-1,pcm-2	coop-spin-signals
 pthread_cond_signal/4-2	cm-1,pcm-2	coop-spin-signals
-pthread_cond_signal/4-2	cp-ts-2	signals-2vp-open
-pthread_cond_timedwait/4-3	cp-ts-2	signals-2vp-open
-pthread_create/14-1	*	create-14-open
 pthread_getschedparam/4-1	cm-1,pcm-2	coop-spin-signals
 pthread_kill/8-1	cm-1,pcm-2	coop-spin-signals
-pthread_kill/8-1	cp-ts-2	signals-2vp-open
 pthread_mutex_lock/3-1	cm-1,pcm-2	coop-spin-signals
 pthread_mutex_trylock/4-3	*	pshared
 pthread_once/6-1	cm-1,pcm-2	coop-spin-signals

@@ -77,6 +77,7 @@ void upt_sync_boot(void) {
  * thread returns straight to the caller of pthread_mutex_lock, which keeps the return-address
  * predictor in step; see URSA__SWITCH_RETURN in src/sched/sched.h). */
 static int mutex_park(struct upt_mutex *m, uint64_t deadline) {
+  upt_spin_release_for_park();                  /* the spin lock's preemption hold (upt.h) */
   if (deadline == 0) return ursa__park_queued(URSA__W_UPT_MUTEX, m, &m->q, &m->spin, 0);
   return ursa__park_queued(URSA__W_UPT_MUTEX, m, &m->q, &m->spin, deadline) != 0 ? ETIMEDOUT : 0;
 }

@@ -213,11 +213,21 @@ static inline void upt_cpu_relax(void) {
 }
 
 /* The objects' spin locks: ursa's own (ursa__obj_lock), which park releases; none when solo. */
+/* Held, they hold off preemption (ursa__preempt_hold, waiter.h): the layer posts and wakes under
+ * them, and a post is a preemption point under cp-ts; a holder switched out there left a thread of
+ * its VP spinning on the lock for ever (the Open POSIX Test Suite's pthread_cond_broadcast/4-2 and
+ * its family hung so at 2 VPs under cp-ts).  A park that releases the lock ends the hold first
+ * (upt_spin_release_for_park). */
 static inline void upt_spin_lock(uint32_t *l) {
-  if (!upt_solo) ursa__obj_lock(l);
+  if (!upt_solo) { ursa__preempt_hold(); ursa__obj_lock(l); }
 }
 static inline void upt_spin_unlock(uint32_t *l) {
-  if (!upt_solo) ursa__obj_unlock(l);
+  if (!upt_solo) { ursa__obj_unlock(l); ursa__preempt_release(true); }
+}
+/* Before a park that releases l (held with upt_spin_lock): the hold ends, without a preemption
+ * point (the lock is still held; the park switches soon enough). */
+static inline void upt_spin_release_for_park(void) {
+  if (!upt_solo) ursa__preempt_release(false);
 }
 
 static inline void upt_q_push(struct upt_queue *q, struct upt_waiter *w) {

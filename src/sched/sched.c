@@ -381,6 +381,18 @@ bool ursa__unpark_first_to(struct ursa__waitq *q, int res, struct ursa__thread *
   return unpark_first_to_slow(mode, q, res, slot);
 }
 
+void ursa__preempt_hold(void) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  if (vp != NULL && vp->cur != NULL) vp->cur->preempt_off++;
+}
+
+void ursa__preempt_release(bool point) {
+  struct ursa__vp *vp = ursa__tls_vp;
+  if (vp == NULL || vp->cur == NULL) return;
+  URSA_ASSERT(vp->cur->preempt_off > 0);
+  if (--vp->cur->preempt_off == 0 && point) ursa__preempt_point(vp);
+}
+
 void ursa__obj_lock(ursa__spin_t *l) { ursa__spin_lock(l); }
 void ursa__obj_unlock(ursa__spin_t *l) { ursa__spin_unlock(l); }
 

@@ -70,6 +70,15 @@ URSA__WAITER_API bool ursa__unpark_first_to(struct ursa__waitq *q, int res, stru
  * off q: whether it was (a cancel request ending a wait, say). */
 URSA__WAITER_API bool ursa__unpark_queued(struct ursa__waitq *q, struct ursa__thread *t, int res);
 
+/* A preemption hold, for a layer that takes a spin lock of its own and then calls ursa (a post, a
+ * wake-up: calls that end in a preemption point under cp-ts and cp-ic): while the calling thread
+ * holds one, a preemption is deferred as inside ursa_preempt_disable, so that no thread is
+ * switched out holding the layer's lock (another thread of its VP spinning on the lock would then
+ * wait for it forever).  Holds nest.  ursa__preempt_release ends one; with point, the last one
+ * takes a preemption deferred meanwhile (after the lock is released); without it (the lock is
+ * about to be released by a park), not.  Outside an ursa thread both do nothing. */
+URSA__WAITER_API void ursa__preempt_hold(void);
+URSA__WAITER_API void ursa__preempt_release(bool point);
 /* The lock of an object of the layer above that ursa__park or ursa__park_queued releases: ursa's
  * spin lock, out of line for a layer that is a library of its own (in the debug build the word
  * names its holder, which park checks). */
