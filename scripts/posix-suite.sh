@@ -106,6 +106,7 @@ async-cancel	asynchronous cancellation acts as deferred (docs/GUIDE.md): a threa
 stack-addr	a stack given with pthread_attr_setstack is stored and reported, but ursa runs the thread on a stack it maps itself (docs/GUIDE.md)
 rwlock-eperm	unlocking an rwlock the caller does not hold answers EPERM, which POSIX allows ("may fail"); the test accepts only 0 (glibc's answer) or EINVAL
 handler-race	the test's worker installs the signal handlers while the sender threads already send: natively the worker wins the race, under ursa at 2 VPs under cp-ts a sender runs first, and the signal's default action ends the process
+mutex-signal-2vp-open	a signal to a thread waiting for a mutex, then the mutex released: hangs at 2 VPs (cp-ts in most runs, pcm in some), also on the tree before 2026-11-26's signal and preemption fixes; not diagnosed yet
 handler-exit	the handler calls pthread_exit, which POSIX does not make async-signal-safe (undefined behaviour); at 2 VPs under cp-ts the process sometimes does not end
 affinity	the test binds threads to CPUs (pthread_setaffinity_np, which ursa accepts and ignores) and checks that sched_yield lets the other thread of that CPU run: ursa's sched_yield yields to the ursa threads of the caller's VP
 cm-spin	cm never preempts: main busy-waits (lock, read, unlock, without blocking or yielding) for the threads it made, which wait behind it on the one VP and never run; the model's definition (under pcm and cp-ts the test goes on, to its process-shared part)
@@ -131,7 +132,7 @@ pthread_mutex_trylock/4-2	*	pshared
 pthread_mutexattr_getprotocol/1-2	*	prio
 pthread_mutexattr_setprotocol/1-1	*	prio
 pthread_mutex_getprioceiling/1-1	*	prio
-pthread_atfork/3-3	cm-1	coop-spin-signals
+pthread_atfork/3-3	cm-1,pcm-2	coop-spin-signals
 pthread_cancel/5-2	cm-1,pcm-2	coop-spin-signals
 pthread_cond_broadcast/4-2	cm-1,pcm-2	coop-spin-signals
 pthread_cond_init/4-2	cm-1,pcm-2	coop-spin-signals
@@ -152,6 +153,8 @@ pthread_create/1-5	*	stack-addr
 pthread_rwlock_unlock/4-1	*	rwlock-eperm
 pthread_cond_init/4-2	cp-ts-2	handler-race
 pthread_mutex_init/5-3	cp-ts-2	handler-race
+pthread_mutex_init/5-3	cm-1,pcm-2	coop-spin-signals
+pthread_mutex_lock/5-1	pcm-2,cp-ts-2	mutex-signal-2vp-open
 pthread_mutex_lock/3-1	cp-ts-2	handler-race
 pthread_spin_lock/3-1	*	handler-exit
 sched_yield/1-1	*	affinity
