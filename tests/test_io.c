@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <unistd.h>
 
@@ -866,6 +867,77 @@ TEST_IMPL(io_busy_vp_sees_io) {
 }
 TEST_IMPL(io_busy_vp_sees_io_vps2) {
   busy_vp(2);
+  return 0;
+}
+
+/* ---- a stalled VP's completions are taken by another VP --------------------------------------
+ * Readers on VP 1 wait on a socketpair (a receive on the ring with io_uring) or on a pipe
+ * (a readiness wait); then VP 1's kernel thread stops entering the scheduler (its running thread
+ * blocks it in raw system calls, as a VP descheduled by the kernel is) and main, on VP 0, writes
+ * to all of them and joins them.  Only VP 0 can end their waits: it takes what waits in VP 1's
+ * engine (src/sched/vp.c, "Stealing"; hook_reap), so the readers run on VP 0.  The staller ends
+ * its blocking loop as soon as every reader is done, or gives up after 10 s (the test then fails:
+ * without the help it always does). */
+#define SV_READERS 4
+#define MS 1000000ull
+static int sv_fd[SV_READERS][2];
+static atomic_int sv_waiting, sv_done, sv_moved;
+static void *sv_reader(void *arg) {
+  int i = (int)(intptr_t)arg;
+  char c;
+  int before = ursa_vp_self();
+  atomic_fetch_add(&sv_waiting, 1);
+  ASSERT_EQ(ursa_read(sv_fd[i][0], &c, 1), 1);
+  if (before == 1 && ursa_vp_self() != 1) atomic_fetch_add(&sv_moved, 1);
+  atomic_fetch_add(&sv_done, 1);
+  return (void *)(intptr_t)before;
+}
+static void *sv_staller(void *arg) {
+  int i;
+  (void)arg;
+  for (i = 0; i < 10000 && atomic_load(&sv_done) < SV_READERS; i++) {
+    struct timespec ts = { 0, 1000000 };
+    syscall(SYS_nanosleep, &ts, NULL);                 /* blocks VP 1's kernel thread */
+  }
+  return (void *)(intptr_t)atomic_load(&sv_done);
+}
+TEST_IMPL(io_stalled_vp_completions_taken) {
+  ursa_config_t c;
+  ursa_attr_t a;
+  ursa_thread_t r[SV_READERS], stall;
+  void *seen, *where;
+  int i, on_vp1 = 0;
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  c.model = URSA_MODEL_PCM;                            /* no time slice: the staller keeps VP 1 */
+  c.rotate_us = URSA_ROTATE_OFF;                       /* no balancing tick */
+  c.pq_cap = 16;                                       /* VP 1 keeps its readers */
+  ASSERT_OK(ursa_init(&c));
+  atomic_store(&sv_waiting, 0);
+  atomic_store(&sv_done, 0);
+  atomic_store(&sv_moved, 0);
+  for (i = 0; i < SV_READERS; i++) {
+    if (i % 2) ASSERT_OK(pipe(sv_fd[i]));
+    else ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv_fd[i]));
+  }
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setvp(&a, 1));                   /* unbound: they may move */
+  for (i = 0; i < SV_READERS; i++) ASSERT_OK(ursa_create(&r[i], &a, sv_reader, (void *)(intptr_t)i));
+  while (atomic_load(&sv_waiting) < SV_READERS) ASSERT_OK(ursa_sleep_ns(MS));
+  ASSERT_OK(ursa_attr_setbound(&a, 1));
+  ASSERT_OK(ursa_create(&stall, &a, sv_staller, NULL));   /* after the readers in VP 1's queue */
+  ASSERT_OK(ursa_sleep_ns(5 * MS));                    /* (it runs meanwhile, or soon) */
+  for (i = 0; i < SV_READERS; i++) ASSERT_EQ(ursa_write(sv_fd[i][1], "x", 1), 1);
+  for (i = 0; i < SV_READERS; i++) {
+    ASSERT_OK(ursa_join(r[i], &where));
+    on_vp1 += (int)(intptr_t)where == 1;
+  }
+  ASSERT_OK(ursa_join(stall, &seen));
+  printf("%d readers waited on VP 1, %d of them moved; the staller saw %d done\n", on_vp1, atomic_load(&sv_moved), (int)(intptr_t)seen);
+  ASSERT_OK(ursa_fini());
+  for (i = 0; i < SV_READERS; i++) { close(sv_fd[i][0]); close(sv_fd[i][1]); }
+  ASSERT_EQ((int)(intptr_t)seen, SV_READERS);          /* they ran while VP 1 was blocked */
+  ASSERT_EQ(atomic_load(&sv_moved), on_vp1);
   return 0;
 }
 

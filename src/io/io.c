@@ -11,8 +11,9 @@
  *   always "ready": a read first tries preadv2(RWF_NOWAIT), which the page cache answers without
  *   blocking; what would block runs on the ring (ursa__io_uring_op) or in the offload pool.
  *   io_uring's submission side is shared (sqlock: another VP arms polls in a home engine here),
- *   its completion side belongs to the VP's kernel thread; the VP's own arms are queued without a
- *   system call and submitted with its next look at the ring.
+ *   its completion side belongs to the VP's kernel thread, or (cqlock, several VPs) to another
+ *   VP's that helps it while it is stalled (hook_reap); the VP's own arms are queued without a
+ *   system call and submitted with its next look at the ring.  The rings use COOP_TASKRUN (ur_make).
  *
  * Who waits where.  Each descriptor has an entry in a table indexed by fd (struct fdent: never
  *   freed until ursa_fini, so a stale event can always look at it): its lock, its generation
@@ -27,7 +28,8 @@
  *   home VP's io_nwait (src/core/vp.h): that is what makes the home VP wait in its engine rather
  *   than sleep, and keeps its poller alive.
  *
- * Dispatch (on the home VP's kernel thread: its idle wait, or its poller): an event for fd takes
+ * Dispatch (on the home VP's kernel thread: its idle wait, or its poller; or on another VP's that
+ *   helps it while it is stalled, src/sched/vp.c's "Stealing" and hook_reap): an event for fd takes
  *   fd's lock, drops the armed events (one-shot), and for each node whose events came claims its
  *   record: under the record's lock, unless the record is done already (another fd of the same
  *   ursa_poll, or ursa_close) or the thread's timer took the wake-up (ursa__park_claim), it marks
@@ -47,9 +49,9 @@
  *     (ursa__io_hooks.kick);
  *   - a VP whose threads keep it busy while some wait on I/O: its poller, an ursa thread bound
  *     to the VP, made when io_nwait first becomes nonzero there and gone when it is 0 again,
- *     checks the engine without blocking and yields: once per round of the VP's run queue, so the
- *     rate is bounded by the work there and the hot paths (hand-off, yield, create) have no new
- *     test.  When nothing else is ready it parks and the VP's idle wait takes over; the idle wait
+ *     checks the engine without blocking, helps stalled VPs (ursa__smp_help_stalled) and yields:
+ *     once per round of the VP's run queue, so the rate is bounded by the work there and the hot
+ *     paths (hand-off, yield, create) have no new test.  When nothing else is ready it parks and the VP's idle wait takes over; the idle wait
  *     unparks it when it returns with waits still pending.
  *   A VP with no I/O pending (io_nwait == 0) keeps the scheduler's paths of before, untouched.
  *
@@ -103,6 +105,8 @@ struct engine {
   struct io_uring  ring;
   uint8_t          ring_ok;
   ursa__spin_t     sqlock;
+  ursa__spin_t     cqlock;          /* the completion side (several VPs): vp's kernel thread, or
+                                       another VP's that helps a stalled vp (peer_reap)          */
 #endif
   /* the poller (its thread is bound to vp): state and handle under plock (several VPs) */
   ursa__spin_t     plock;
@@ -280,7 +284,7 @@ static void unpark_list(struct iorec *w, struct ursa__vp *vp) {
 }
 
 /* An event of fd (generation gen) came to engine e: wake the nodes it satisfies, re-arm the rest.
- * On e's VP's kernel thread. */
+ * On e's VP's kernel thread, or another VP's that helps it (hook_reap). */
 static void dispatch(struct engine *e, int fd, uint32_t gen, uint32_t fired, uint32_t revents) {
   struct fdent *fe = ursa__io_fdent(fd);
   bool smp = smp_now();
@@ -344,10 +348,41 @@ static void drain_done(struct engine *e) {
 struct uop {
   uint8_t        rkind;       /* REC_RING                                                         */
   uint8_t        canceled;    /* ursa__io_wait_end asked the ring to cancel it (atomic)            */
+  uint8_t        parked;      /* several VPs, under lock: the thread is (going) into ursa__park   */
+  uint8_t        done;        /* several VPs, under lock: res is final, the thread must not park  */
+  ursa__spin_t   lock;        /* park's lock (several VPs)                                         */
   ursa_thread_t  th;
   int            res;
   struct engine *e;           /* the ring it is on                                                 */
 };
+
+/* The thread of u waits for its completion.  With one VP only the VP's kernel thread reaps its
+ * ring, which it cannot do while this thread runs: the park needs no lock.  With several, another
+ * VP may reap it (peer_reap) as soon as the entry is submitted (any VP's submission takes the
+ * queued entries along): the completion and the park meet under u->lock, as a readiness wait's
+ * claim does (rec_claim). */
+static void uop_wait(struct uop *u, void *obj, bool smp) {
+  if (!smp) { ursa__park(URSA__W_IO_FD, obj, NULL, 0); return; }
+  ursa__spin_lock(&u->lock);
+  if (u->done) { ursa__spin_unlock(&u->lock); return; }
+  u->parked = 1;
+  ursa__park(URSA__W_IO_FD, obj, &u->lock, 0);
+}
+
+/* u's completion with res: wakes its thread.  u lives on that thread's stack: not touched after
+ * the unlock unless the thread is parked (then it waits for this unpark). */
+static void uop_done(struct uop *u, int res, bool smp) {
+  ursa_thread_t th = u->th;
+  bool parked = true;
+  u->res = res;
+  if (smp) {
+    ursa__spin_lock(&u->lock);
+    u->done = 1;
+    parked = u->parked;
+    ursa__spin_unlock(&u->lock);
+  }
+  if (parked) ursa__unpark(th, 0);
+}
 
 static void ur_arm_eventfd(struct engine *e) {     /* e->sqlock held (several VPs) */
   struct io_uring_sqe *sqe = ur_sqe(e);
@@ -357,11 +392,9 @@ static void ur_arm_eventfd(struct engine *e) {     /* e->sqlock held (several VP
 
 /* engine_poll for io_uring: submits what is queued, waits (unless deadline says not to) and
  * handles every completion. */
+static bool ur_reap(struct engine *e, bool peer);
 static void ur_poll(struct engine *e, uint64_t deadline) {
   bool smp = smp_now();
-  struct { uint64_t data; int32_t res; uint32_t flags; } got[EV_BATCH];
-  unsigned n, i, head;
-  struct io_uring_cqe *cqe;
   ursa__lock_if(smp, &e->sqlock);
   if (io_uring_sq_ready(&e->ring)) io_uring_submit(&e->ring);
   ursa__unlock_if(smp, &e->sqlock);
@@ -379,16 +412,37 @@ static void ur_poll(struct engine *e, uint64_t deadline) {
     }
     (void)syscall(__NR_io_uring_enter, e->ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
                   &arg, sizeof arg);                  /* EINTR, ETIME: look at what came */
-  }
+  } else if (IO_URING_READ_ONCE(*e->ring.sq.kflags) & IORING_SQ_TASKRUN)
+    (void)io_uring_get_events(&e->ring);           /* completions due to this thread (ur_make) */
+  (void)ur_reap(e, false);
+}
+
+/* Handles the completions on e's ring: its own VP's kernel thread (peer false), or another VP's
+ * helping a stalled one (peer: only when e's completion side is free, and stopping before the
+ * first completion of e's eventfd, which is e's VP's to see: a kick, or offloads done, for
+ * threads of that VP).  Whether it handled any. */
+static bool ur_reap(struct engine *e, bool peer) {
+  bool smp = smp_now(), stop = false, any = false;
+  struct { uint64_t data; int32_t res; uint32_t flags; } got[EV_BATCH];
+  unsigned n, i, head;
+  struct io_uring_cqe *cqe;
   do {
     n = 0;
+    if (peer) {
+      if (io_uring_cq_ready(&e->ring) == 0 || !ursa__spin_try(&e->cqlock, URSA__SPIN_HELD_VALUE())) break;
+    } else {
+      ursa__lock_if(smp, &e->cqlock);
+    }
     io_uring_for_each_cqe(&e->ring, head, cqe) {
       got[n].data = io_uring_cqe_get_data64(cqe);
+      if (peer && got[n].data == UR_TAG_EVENTFD) { stop = true; break; }
       got[n].res = cqe->res;
       got[n].flags = cqe->flags;
       if (++n == EV_BATCH) break;
     }
     io_uring_cq_advance(&e->ring, n);
+    ursa__unlock_if(smp, &e->cqlock);
+    any |= n != 0;
     for (i = 0; i < n; i++) {
       uint64_t d = got[i].data;
       if (d == UR_TAG_EVENTFD) {
@@ -404,14 +458,12 @@ static void ur_poll(struct engine *e, uint64_t deadline) {
         uint32_t rev = got[i].res >= 0 ? (uint32_t)got[i].res : (uint32_t)EPOLLERR;
         dispatch(e, (int)(d & 0xffffffu), (uint32_t)((d >> 40) & 0x7fffffu), (uint32_t)((d >> 24) & 0xffffu), rev);
       } else {
-        struct uop *u = (struct uop *)(uintptr_t)d;    /* its thread is parked: see uring_op */
-        ursa_thread_t th = u->th;
-        u->res = got[i].res;
-        ursa__unpark(th, 0);
+        uop_done((struct uop *)(uintptr_t)d, got[i].res, smp);   /* (uop_wait) */
         nwait_dec(e);
       }
     }
-  } while (n == EV_BATCH);
+  } while (n == EV_BATCH && !stop);
+  return any;
 }
 
 /* Runs one file operation on the calling thread's VP's ring and waits for it: its result (>= 0 or
@@ -439,13 +491,12 @@ ssize_t ursa__io_uring_op(int op, int fd, const struct iovec *iov, int cnt, off_
   }
   io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&u);
   ursa__unlock_if(smp, &e->sqlock);
-  /* Submitted with the VP's next look at its ring; only this VP's kernel thread reaps it, and it
-   * cannot while this thread still runs here: the park needs no lock.  seq_cst, as every change
-   * of io_nwait: pairs with the idle sleep's load after its publish (vp.c); the reaper's
+  /* Submitted with the next look at the ring (uop_wait: who may reap it).  seq_cst, as every
+   * change of io_nwait: pairs with the idle sleep's load after its publish (vp.c); the reaper's
    * decrement (nwait_dec) follows the completion. */
   __atomic_add_fetch(&vp->io_nwait, 1u, __ATOMIC_SEQ_CST);
   poller_ensure(e);
-  ursa__park(URSA__W_IO_FD, e, NULL, 0);
+  uop_wait(&u, e, smp);
   return u.res;
 }
 
@@ -500,7 +551,7 @@ static ssize_t sock_op(int fd, struct msghdr *msg, int flags, bool send, const s
   ursa__unlock_if(smp, &e->sqlock);
   __atomic_add_fetch(&vp->io_nwait, 1u, __ATOMIC_SEQ_CST);   /* as in ursa__io_uring_op */
   poller_ensure(e);
-  ursa__park(URSA__W_IO_FD, fe, NULL, 0);
+  uop_wait(&u, fe, smp);
   __atomic_sub_fetch(&fe->ring_ops, 1u, __ATOMIC_SEQ_CST);
   if (c != NULL) {                     /* no canceller touches u after this */
     ursa__lock_if(smp, c->lock);
@@ -620,6 +671,37 @@ static void hook_kick(struct ursa__vp *vp) {
   (void)!write(engine_of(vp)->evfd, &one, sizeof one);
 }
 
+/* ursa__io_hooks.reap: another VP's kernel thread helps v, stalled (src/sched/vp.c, "Stealing"):
+ * what waits in v's engine is handled here, and the threads it wakes become ready on the caller's
+ * VP.  io_uring: what v queued is submitted (its threads' operations would wait for v's next look
+ * otherwise), then the completions posted so far (ur_reap, peer).  The kernel posts a completion
+ * in the context of the kernel thread that submitted the operation, so those of v's earlier
+ * submissions still wait for v to run: the help is partial there.  epoll: a look without waiting
+ * (epoll_wait may be called from any thread; each fd is armed one-shot, so each event reaches
+ * one dispatcher; v's eventfd, level-triggered, stays for v). */
+static bool hook_reap(struct ursa__vp *v) {
+  struct engine *e = engine_of(v);
+  struct epoll_event evs[EV_BATCH];
+  bool any = false;
+  int n, i;
+  if (e == NULL) return false;
+#if URSA_HAVE_URING
+  if (io_kind == URSA__IO_URING) {
+    ursa__spin_lock(&e->sqlock);
+    if (io_uring_sq_ready(&e->ring)) io_uring_submit(&e->ring);
+    ursa__spin_unlock(&e->sqlock);
+    return ur_reap(e, true);
+  }
+#endif
+  n = epoll_wait(e->epfd, evs, EV_BATCH, 0);
+  for (i = 0; i < n; i++) {
+    if (evs[i].data.u64 == EV_TAG_EVENTFD) continue;
+    dispatch(e, (int)(uint32_t)evs[i].data.u64, (uint32_t)(evs[i].data.u64 >> 32), UINT32_MAX, evs[i].events);
+    any = true;
+  }
+  return any;
+}
+
 /* ---- the poller ------------------------------------------------------------------------------- */
 
 /* Unparks e's poller if it is parked (it then checks the engine, and ends if nothing waits). */
@@ -647,6 +729,7 @@ static void *poller_main(void *arg) {
   ursa__daemon();                       /* it never keeps the process alive (sched/waiter.h) */
   for (;;) {
     engine_poll(e, UINT64_MAX);
+    if (smp) (void)ursa__smp_help_stalled(vp);   /* a stalled VP's threads and completions */
     ursa__lock_if(smp, &e->plock);
     /* seq_cst: pairs with a waiter's increment before its poller_ensure, which takes plock after
      * it: either we see the wait, or it sees P_NONE and makes a new poller */
@@ -1023,7 +1106,13 @@ static const struct ursa__waitkind
  * kernel.io_uring_disabled, a seccomp filter or a container's policy). */
 static int ur_make(struct engine *e) {
 #if URSA_HAVE_URING
-  int r = io_uring_queue_init(256, &e->ring, 0);
+  /* COOP_TASKRUN: the kernel posts a completion in the submitting kernel thread's context
+   * (task work); by default it interrupts that thread at once (an IPI when it runs), with
+   * COOP_TASKRUN at its next entry to the kernel, and TASKRUN_FLAG says in the ring when one is
+   * due (ur_poll enters then).  httpd at 1 VP under wrk: 111 -> 155 thousand requests per second
+   * (docs/ARCHITECTURE.md, "I/O").  Linux 5.19, as the cancel by fd below. */
+  int r = io_uring_queue_init(256, &e->ring, IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
+  if (r == -EINVAL) r = io_uring_queue_init(256, &e->ring, 0);
   if (r < 0) return r;
   if (!(e->ring.features & IORING_FEAT_EXT_ARG)) {     /* the wait with a timeout: Linux 5.11 */
     io_uring_queue_exit(&e->ring);
@@ -1173,6 +1262,7 @@ int ursa__io_init(int want, unsigned offload_threads) {
   ursa__io_hooks.wait = hook_wait;
   ursa__io_hooks.kick = hook_kick;
   ursa__io_hooks.forget = hook_forget;
+  ursa__io_hooks.reap = hook_reap;
   ursa__waitkind_register(URSA__W_IO_FD, &k_fd);
   ursa__waitkind_register(URSA__W_IO_OFFLOAD, &k_offload);
   ursa__waitkind_register(URSA__W_IO_POLLER, &k_poller);

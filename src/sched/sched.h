@@ -501,11 +501,19 @@ struct ursa__io_hooks {
   void (*kick)(struct ursa__vp *vp);
   void (*forget)(struct ursa__vp *vp);   /* ursa__forget_others (forget.c): drop every wait of
                                             the threads other than the running one            */
+  bool (*reap)(struct ursa__vp *v);      /* another VP's kernel thread, v stalled (vp.c,
+                                            "Stealing"): handles the completions waiting in v's
+                                            engine, readying their threads on the caller's VP
+                                            (never v's kicks); whether it woke any            */
 };
 URSA_HIDDEN extern struct ursa__io_hooks ursa__io_hooks;
 /* Whether vp has threads ready to run besides the running one (its run queue; with several VPs
  * also its inbox and what the policy would give it): the I/O poller's "others are ready". */
 URSA_HIDDEN bool ursa__vp_has_ready(struct ursa__vp *vp);
+/* Several VPs: the I/O poller of vp (an ursa thread on it) helps the VPs that look stalled, as an
+ * idle VP does (vp.c, "Stealing"): their ready threads and their engines' completions come here.
+ * Whether it took any.  False with one VP. */
+URSA_HIDDEN bool ursa__smp_help_stalled(struct ursa__vp *vp);
 
 /* ---- reports (report.c) ------------------------------------------------------------------------ */
 URSA_HIDDEN const char *ursa__wait_name(int kind);
