@@ -398,7 +398,9 @@ static void ur_poll(struct engine *e, uint64_t deadline) {
   ursa__lock_if(smp, &e->sqlock);
   if (io_uring_sq_ready(&e->ring)) io_uring_submit(&e->ring);
   ursa__unlock_if(smp, &e->sqlock);
-  if (deadline != UINT64_MAX && io_uring_cq_ready(&e->ring) == 0) {
+  /* (io_uring_cq_ready reads the head plainly; a helping VP may move it: atomics here) */
+  if (deadline != UINT64_MAX && __atomic_load_n(e->ring.cq.ktail, __ATOMIC_ACQUIRE) ==
+                                __atomic_load_n(e->ring.cq.khead, __ATOMIC_RELAXED)) {
     /* wait for one completion without touching the submission side (other VPs may be there) */
     struct __kernel_timespec kts;
     struct io_uring_getevents_arg arg;
@@ -429,7 +431,7 @@ static bool ur_reap(struct engine *e, bool peer) {
   do {
     n = 0;
     if (peer) {
-      if (io_uring_cq_ready(&e->ring) == 0 || !ursa__spin_try(&e->cqlock, URSA__SPIN_HELD_VALUE())) break;
+      if (!ursa__spin_try(&e->cqlock, URSA__SPIN_HELD_VALUE())) break;   /* the owner is there */
     } else {
       ursa__lock_if(smp, &e->cqlock);
     }

@@ -60,6 +60,7 @@ struct ursa__smp {
    * relaxed atomics written by any thief: a hint */
   uint32_t             seen_beat;
   uint64_t             seen_at;
+  uint64_t             help_at;       /* owner only: its I/O poller's next look (vp.c)        */
 #if URSA_TEST_HARD
   uint64_t             chaos_rng;     /* the hard build's chaos (vp.c): owner only            */
 #endif

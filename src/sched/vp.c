@@ -881,10 +881,20 @@ static unsigned steal_from(struct ursa__vp *self, struct ursa__vp *v) {
   return k;
 }
 
-/* A look at the others: a turn on each one that looks stalled, and the completions waiting in
- * its I/O engine (ursa__io_hooks.reap: the threads whose waits they end are made ready here, by
- * this VP, so they move to it).  Whether it took any. */
-static bool steal_some(struct ursa__vp *self) {
+/* Whether v had ready threads at its last switch, or threads wait in its input Waiver Queue: a
+ * hint (relaxed loads) that spares a busy VP's poller a turn and its membarrier at every look at
+ * a VP that runs one long thread with nothing queued.  (A thread handed off to v's runq.next
+ * since its last switch is not seen: the idle VPs' look takes it.) */
+static bool queued(struct ursa__vp *v) {
+  struct ursa__wq *in = input_wq(v);
+  return __atomic_load_n(&v->x->load, __ATOMIC_RELAXED) != 0 || (in != NULL && !ursa__wq_empty(in));
+}
+
+/* A look at the others: a turn on each one that looks stalled (busy: self runs threads, and
+ * takes a turn only where queued() says there is something to take), and the completions
+ * waiting in its I/O engine (ursa__io_hooks.reap: the threads whose waits they end are made ready
+ * here, by this VP, so they move to it).  Whether it took any. */
+static bool steal_some(struct ursa__vp *self, bool busy) {
   unsigned i, n = ursa__g.nvps;
   uint64_t now;
   bool got = false;
@@ -893,7 +903,7 @@ static bool steal_some(struct ursa__vp *self) {
   for (i = 1; i < n; i++) {
     struct ursa__vp *v = ursa__g.vps[(self->index + i) % n];
     if (!stalled(v, now)) continue;
-    if (steal_from(self, v) != 0) got = true;
+    if ((!busy || queued(v)) && steal_from(self, v) != 0) got = true;
     if (__atomic_load_n(&v->io_nwait, __ATOMIC_RELAXED) != 0 && ursa__io_hooks.reap(v)) got = true;
   }
   return got;
@@ -904,7 +914,12 @@ static bool steal_some(struct ursa__vp *self) {
  * whose kernel thread is off its CPU is seldom the only one with work (httpd at 2 VPs beside its
  * load generator).  From an ursa thread of self. */
 bool ursa__smp_help_stalled(struct ursa__vp *self) {
-  return self->x != NULL && steal_some(self);
+  uint64_t now;
+  if (self->x == NULL || !ursa__g.steal_ok) return false;
+  now = ursa__now();                                  /* at most one look per half stall time */
+  if (now < self->x->help_at) return false;
+  self->x->help_at = now + URSA__STALL_NS / 2;
+  return steal_some(self, true);
 }
 
 /* Whether an idle VP should sleep with a deadline to look again (URSA__STALL_NS): another VP runs
@@ -959,7 +974,7 @@ static void idle_loop(struct ursa__vp *vp) {
       for (int i = 0; i < 64; i++) cpu_relax();
     }
     if (t) { set_idle(vp, 0); run_from_idle(vp, t); continue; }
-    if (steal_some(vp)) continue;                      /* a stalled VP's ready threads */
+    if (steal_some(vp, false)) continue;                /* a stalled VP's ready threads */
     deadline = next_deadline(vp);
     if (others_loaded(vp)) {                           /* look again in a while */
       uint64_t look = ursa__now() + URSA__STALL_NS;
