@@ -47,9 +47,13 @@
  * (sleeps, semaphore waits, condition waits, rwlock waits), the wait is ended as pthread_cancel
  * ends it (cur_wait / cur_sem): t runs its pending handlers in its wait function, then a sleep or
  * a semaphore wait returns EINTR, a condition wait returns 0 (a spurious wake-up), an rwlock wait
- * waits again.  A t that runs, is ready or waits in a mutex runs its pending handlers at its
- * next sleep, wait, sched_yield or pthread_sigmask; for a t in a barrier or join wait the
- * dispatcher runs the handler, as for a process signal.  Without a handler (SIG_DFL, SIG_IGN) the signal goes to the
+ * waits again.  A t that runs or is ready runs its pending handlers at its next sleep, wait,
+ * sched_yield or pthread_sigmask; for a t in a mutex, barrier or join wait (a signal does not end
+ * those) the dispatcher runs the handler, as for a process signal.  A mutex wait is not
+ * registered under t's lock (its fast path stays free of it): once the program handles signals,
+ * t publishes it in in_mwait before its last look at sig_pending (sync.c, mutex_park_signals),
+ * and the sender reads in_mwait after it has made the signal pending, so one of them sees the
+ * other.  Without a handler (SIG_DFL, SIG_IGN) the signal goes to the
  * process as before.
  *
  * Masks.  Each record keeps its own mask (sig_mask, 64 bits: signals 1..64); pthread_create gives
@@ -446,16 +450,19 @@ int upt_sig_kill(struct upt_thread *me, struct upt_thread *t, int sig) {
   __atomic_or_fetch(&t->sig_pending, bit(sig), __ATOMIC_SEQ_CST);
   if (t->sig_mask & bit(sig)) return 0;         /* pending until t unblocks it */
   r = upt_sig_interrupt(t);
-  /* t runs or is ready (or, with several VPs, is on its way into a mutex wait, where its state is
-   * not BLOCKED yet): let it go on a little, a few times, before leaving the signal pending for
-   * its next wait or call */
-  for (i = 0; r == 0 && i < 64 && !ursa__thread_blocked(t->tok); i++) {
+  /* t runs or is ready (or, with several VPs, is on its way into a wait, where its state is not
+   * BLOCKED yet): let it go on a little, a few times, before leaving the signal pending for its
+   * next wait or call.  A thread in a mutex wait (in_mwait, seq_cst: pairs with
+   * mutex_park_signals in sync.c, after the or above) is handed to the stand-in at once. */
+  for (i = 0; r == 0 && i < 64 && !ursa__thread_blocked(t->tok) &&
+              !__atomic_load_n(&t->in_mwait, __ATOMIC_SEQ_CST); i++) {
     (void)ursa_yield();
     if (!(__atomic_load_n(&t->sig_pending, __ATOMIC_SEQ_CST) & bit(sig))) return 0;   /* taken */
     r = upt_sig_interrupt(t);
   }
   if (r > 0) return 0;                          /* t runs the handler in its wait */
-  if (r == 0 && !ursa__thread_blocked(t->tok)) return 0;   /* at its next wait or call */
+  if (r == 0 && !ursa__thread_blocked(t->tok) && !__atomic_load_n(&t->in_mwait, __ATOMIC_SEQ_CST))
+    return 0;                                   /* at its next wait or call */
   /* t waits where a signal does not end the wait (a mutex, a barrier, a join): the dispatcher
    * runs the handler for it (unless t took the signal meanwhile) */
   if (__atomic_fetch_and(&t->sig_pending, ~bit(sig), __ATOMIC_SEQ_CST) & bit(sig)) {

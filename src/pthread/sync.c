@@ -82,6 +82,28 @@ static int mutex_park(struct upt_mutex *m, uint64_t deadline) {
   return ursa__park_queued(URSA__W_UPT_MUTEX, m, &m->q, &m->spin, deadline) != 0 ? ETIMEDOUT : 0;
 }
 
+/* mutex_park once the program handles signals.  A signal does not end a mutex wait (POSIX: the
+ * thread resumes waiting after the handler), so a sender must not leave it pending in a thread
+ * that will block here until the mutex comes, nor miss the wait: in_mwait and sig_pending make a
+ * Dekker pair (this store then load of the pending set, seq_cst; upt_sig_kill's or of the set then
+ * load of in_mwait, seq_cst), so either this thread sees the signal and runs its handler before it
+ * parks (then locks again: -1), or the sender sees in_mwait and hands the handler to the
+ * dispatcher (signal.c, "stand-in"); the fetch-and on sig_pending decides which runs it, once.
+ * m->spin is held (released here or by the park). */
+static int mutex_park_signals(struct upt_thread *me, struct upt_mutex *m, uint64_t deadline) {
+  int r;
+  __atomic_store_n(&me->in_mwait, 1, __ATOMIC_SEQ_CST);
+  if ((__atomic_load_n(&me->sig_pending, __ATOMIC_SEQ_CST) & ~me->sig_mask) != 0) {
+    __atomic_store_n(&me->in_mwait, 0, __ATOMIC_RELAXED);
+    upt_spin_unlock(&m->spin);
+    upt_sig_deliver(me);
+    return -1;
+  }
+  r = mutex_park(m, deadline);
+  __atomic_store_n(&me->in_mwait, 0, __ATOMIC_RELAXED);
+  return r;
+}
+
 static int mutex_lock(struct upt_thread *me, struct upt_mutex *m, int type, int mode, int clock,
                       const struct timespec *abs) {
   struct ursa__thread *o = NULL, *tok = me->tok;
@@ -111,6 +133,11 @@ static int mutex_lock(struct upt_thread *me, struct upt_mutex *m, int type, int 
       __atomic_compare_exchange_n(&m->owner, &o, tok, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
     upt_spin_unlock(&m->spin);
     return 0;
+  }
+  if (upt_unlikely(__atomic_load_n(&upt_sig_on, __ATOMIC_RELAXED))) {
+    int r = mutex_park_signals(me, m, mode == 2 ? upt_deadline_ns(clock, abs) : 0);
+    if (r >= 0) return r;
+    return mutex_lock(me, m, type, mode, clock, abs);   /* its handlers ran: again */
   }
   return mutex_park(m, mode == 2 ? upt_deadline_ns(clock, abs) : 0);
 }

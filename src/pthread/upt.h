@@ -191,6 +191,8 @@ struct upt_thread {
   uint64_t sig_pending;          /* atomic: signals (bit sig-1) for this thread (signal.c)       */
   uint64_t sig_mask;             /* its mask (bit sig-1); written by the thread itself          */
   uint64_t wait_seq;             /* when its interruptible wait began (upt_sig_seq), under lock */
+  int in_mwait;                  /* atomic: in a mutex wait (signals on), which a signal does not
+                                    end: a sender hands the handler to the dispatcher (sync.c) */
 };
 
 /* The calling thread's record, or NULL when the caller is not an ursa thread (a kernel thread

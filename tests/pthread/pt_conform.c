@@ -1461,6 +1461,60 @@ static void case_sig_kill_rwlock(void) {
   CHECK_EQ(sig_got, 1);
 }
 
+/* pthread_kill to a thread waiting for a mutex (the suite's pthread_mutex_lock/5-1 does the
+ * same): the handler runs (in the thread when the signal comes before it parks, else on the
+ * layer's dispatcher for it) and posts a semaphore that main waits for before its next signal,
+ * and the thread goes on waiting until main unlocks.  Main signals as soon as the thread says it
+ * is on its way into the lock, so the signals land on both sides of the park; before the fix one
+ * that came while the thread was between the two (2 VPs under cp-ts, most runs) stayed pending
+ * and both waited for ever. */
+#define SIG_MX_ROUNDS 20
+static pthread_mutex_t sig_mx[SIG_MX_ROUNDS];
+static sem_t sig_mx_ready, sig_mx_ran;
+static volatile int sig_mx_passed;
+static void on_sig_mx(int sig) {
+  (void)sig;
+  CHECK_EQ(sem_post(&sig_mx_ran), 0);            /* async-signal-safe (POSIX) */
+}
+static void *sig_locker(void *a) {
+  int i;
+  (void)a;
+  for (i = 0; i < SIG_MX_ROUNDS; i++) {
+    CHECK_EQ(sem_post(&sig_mx_ready), 0);
+    CHECK_EQ(pthread_mutex_lock(&sig_mx[i]), 0);
+    sig_mx_passed++;
+    CHECK_EQ(pthread_mutex_unlock(&sig_mx[i]), 0);
+  }
+  return NULL;
+}
+
+static void case_sig_kill_mutex(void) {
+  pthread_t t;
+  int i, j;
+  CHECK_EQ(sem_init(&sig_mx_ready, 0, 0), 0);
+  CHECK_EQ(sem_init(&sig_mx_ran, 0, 1), 0);
+  for (i = 0; i < SIG_MX_ROUNDS; i++) {
+    CHECK_EQ(pthread_mutex_init(&sig_mx[i], NULL), 0);
+    CHECK_EQ(pthread_mutex_lock(&sig_mx[i]), 0);
+  }
+  handle(SIGUSR2, on_sig_mx);
+  t = spawn(sig_locker, NULL);
+  for (i = 0; i < SIG_MX_ROUNDS; i++) {
+    CHECK_EQ(sem_wait(&sig_mx_ready), 0);
+    sig_mx_passed = 0;
+    for (j = 0; j < 10; j++) {
+      CHECK_EQ(sem_wait(&sig_mx_ran), 0);        /* the previous signal's handler ran */
+      sched_yield();
+      CHECK_EQ(pthread_kill(t, SIGUSR2), 0);
+    }
+    CHECK_EQ(sig_mx_passed, 0);                  /* still waiting: main holds the mutex */
+    CHECK_EQ(pthread_mutex_unlock(&sig_mx[i]), 0);
+  }
+  join(t);
+  CHECK_EQ(sem_wait(&sig_mx_ran), 0);            /* the last handler ran too */
+  for (i = 0; i < SIG_MX_ROUNDS; i++) CHECK_EQ(pthread_mutex_destroy(&sig_mx[i]), 0);
+}
+
 /* Each thread has its own mask: a new thread starts with its creator's; a signal sent to a thread
  * that blocks it stays pending for it (sigpending) until it unblocks it, then its handler runs. */
 static sigset_t sig_seen;
@@ -1601,7 +1655,8 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "io_pipe", case_io_pipe }, { "io_echo", case_io_echo }, { "io_cancel", case_io_cancel },
   { "io_modes", case_io_modes }, { "io_poll", case_io_poll },
   { "sig_post", case_sig_post }, { "sig_eintr", case_sig_eintr },
-  { "sig_kill_rwlock", case_sig_kill_rwlock }, { "sig_mask", case_sig_mask },
+  { "sig_kill_rwlock", case_sig_kill_rwlock }, { "sig_kill_mutex", case_sig_kill_mutex },
+  { "sig_mask", case_sig_mask },
   { "sig_storm", case_sig_storm },
 };
 
