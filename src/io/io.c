@@ -51,8 +51,9 @@
  *     to the VP, made when io_nwait first becomes nonzero there and gone when it is 0 again,
  *     checks the engine without blocking, helps stalled VPs (ursa__smp_help_stalled) and yields:
  *     once per round of the VP's run queue, so the rate is bounded by the work there and the hot
- *     paths (hand-off, yield, create) have no new test.  When nothing else is ready it parks and the VP's idle wait takes over; the idle wait
- *     unparks it when it returns with waits still pending.
+ *     paths (hand-off, yield, create) have no new test.  When nothing else is ready it parks
+ *     and the VP's idle wait takes over; the idle wait unparks it when it returns with waits
+ *     still pending.
  *   A VP with no I/O pending (io_nwait == 0) keeps the scheduler's paths of before, untouched.
  *
  * The offload pool: URSA_OFFLOAD_THREADS (default 4) kernel threads, started on demand, running
@@ -106,7 +107,7 @@ struct engine {
   uint8_t          ring_ok;
   ursa__spin_t     sqlock;
   ursa__spin_t     cqlock;          /* the completion side (several VPs): vp's kernel thread, or
-                                       another VP's that helps a stalled vp (peer_reap)          */
+                                       another VP's that helps a stalled vp (hook_reap)          */
 #endif
   /* the poller (its thread is bound to vp): state and handle under plock (several VPs) */
   ursa__spin_t     plock;
@@ -358,7 +359,7 @@ struct uop {
 
 /* The thread of u waits for its completion.  With one VP only the VP's kernel thread reaps its
  * ring, which it cannot do while this thread runs: the park needs no lock.  With several, another
- * VP may reap it (peer_reap) as soon as the entry is submitted (any VP's submission takes the
+ * VP may reap it (hook_reap) as soon as the entry is submitted (any VP's submission takes the
  * queued entries along): the completion and the park meet under u->lock, as a readiness wait's
  * claim does (rec_claim). */
 static void uop_wait(struct uop *u, void *obj, bool smp) {

@@ -967,7 +967,7 @@ static void idle_loop(struct ursa__vp *vp) {
        * engine, which the spin does not look at, and the CPU it would burn is what the other end
        * of the I/O often needs (a client on the same machine).  httpd at 2 VPs under wrk: 66-74
        * thousand requests per second with the spin, 113-124 thousand without (docs/ARCHITECTURE.md,
-       * "I/O and the idle VP"). */
+       * "I/O": "The idle VP does not spin"). */
       if (__atomic_load_n(&vp->io_nwait, __ATOMIC_RELAXED) != 0) break;
       if (spin_end == 0) spin_end = ursa__now() + URSA__IDLE_SPIN_NS;
       else if (ursa__now() >= spin_end) break;
