@@ -130,11 +130,12 @@ static void case_once(void) {
 /* ---- keys ------------------------------------------------------------------------------------ */
 
 static pthread_key_t key, key2;
+/* Counted atomically: the two threads' destructors may run at the same time on 2 VPs. */
 static int dtor_calls, dtor2_calls;
-static void dtor(void *v) { CHECK_EQ((intptr_t)v, 5); dtor_calls++; }
+static void dtor(void *v) { CHECK_EQ((intptr_t)v, 5); __atomic_add_fetch(&dtor_calls, 1, __ATOMIC_RELAXED); }
 /* Sets its own value again twice: destructors run in rounds (PTHREAD_DESTRUCTOR_ITERATIONS). */
 static void dtor2(void *v) {
-  dtor2_calls++;
+  __atomic_add_fetch(&dtor2_calls, 1, __ATOMIC_RELAXED);
   if ((intptr_t)v < 3) pthread_setspecific(key2, (void *)((intptr_t)v + 1));
 }
 static void *use_keys(void *a) {
