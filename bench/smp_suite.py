@@ -454,6 +454,27 @@ def checks(entries, settings):
     add(f"radix sort: unmodified POSIX program under ursa-run {n} VPs / ursa {n} VPs, every radix (worst; issue #17)",
         "<=", 1.1, lambda: worst(f"ursa-run-{n}vp", un))
     add(f"thread-ring: {n} VPs / 1 VP", "<=", 1.5, lambda: ratio("smp-ring", un, "ursa-1vp"))
+    # issue #20's stricter targets, next to the older ones above
+    add(f"thread-ring: {n} VPs / 1 VP (issue #20)", "<=", 1.3, lambda: ratio("smp-ring", un, "ursa-1vp"))
+    add(f"radix sort: ursa {n} VPs / fixed {n} kernel threads, every radix (worst; issue #20)", "<=", 1.1,
+        lambda: worst(un, f"fixed-{n}kt"))
+
+    def dist_ideal():
+        rot = med("smp-distribution", f"ursa-rotator-{n}vp")
+        fields = by[("smp-distribution", f"ursa-rotator-{n}vp")]["fields"]
+        ideal = [float(f["ideal_ms"]) for f in fields if "ideal_ms" in f]
+        made = [float(f["created_ms"]) for f in fields if "created_ms" in f]
+        if not ideal:
+            raise LookupError("no ideal_ms in the distribution runs")
+        i = statistics.median(ideal)
+        detail = f"rotator {fmt(rot)} ms, ideal S x W {fmt(i)} ms"
+        if made:   # VP 0 runs main, which creates every thread, and must start S threads itself
+            c = statistics.median(made)
+            detail += (f"; VP 0 spends {fmt(c)} ms creating the threads (main stays on VP 0) before it starts "
+                       f"its own S, so no scheduler reaches S x W + that = {fmt(i + c)} ms = {fmt((i + c) / i)} x ideal; "
+                       f"rotator / that bound = {fmt(rot / (i + c))}")
+        return rot / i, detail
+    add(f"distribution cost, {n} VPs: rotator / the ideal S x W (issue #20)", "<=", 1.15, dist_ideal)
     def groups():
         one, reg = med("smp-groups", "ursa-1vp"), med("smp-groups", f"regions-{n}vp")
         other = []

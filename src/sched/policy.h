@@ -42,6 +42,9 @@ static inline bool ursa__pol_switch_needed(const struct ursa__vp *vp, uint32_t l
   }
 }
 
+/* The policy's step at ursa_create (policy.c): ursa__pol_switch, but batches (rotator). */
+URSA_HIDDEN void ursa__pol_create_step(struct ursa__vp *vp);
+
 /* The Protect Queue (vp.c) */
 URSA_HIDDEN void ursa__pq_push(struct ursa__vp *vp, struct ursa__thread *t);
 URSA_HIDDEN uint32_t ursa__pq_len(struct ursa__vp *vp);

@@ -449,7 +449,7 @@ void ursa__smp_ready(struct ursa__vp *self, struct ursa__thread *t, struct ursa_
  * without switching (a fork loop) still spreads them (Lesser Bear runs the step from an interval
  * timer too: URSA_ROTATE_US, ursa__pol_timer). */
 void ursa__smp_balance(struct ursa__vp *vp) {
-  if (ursa_unlikely(ursa__pol_switch_needed(vp, pq_len(vp)))) ursa__pol_switch(vp);
+  if (ursa_unlikely(ursa__pol_switch_needed(vp, pq_len(vp)))) ursa__pol_create_step(vp);
 }
 
 /* ---- picking the next thread ------------------------------------------------------------------ */
