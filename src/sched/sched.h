@@ -214,6 +214,8 @@ URSA_HIDDEN void ursa__timer_arm(struct ursa__vp *vp, struct ursa__thread *t, ui
  * marks the running thread BLOCKED on obj, releases lock (now a waker may make it READY, even
  * before it is saved: the on-CPU byte covers that) and switches out (src/sched/vp.c). */
 URSA_HIDDEN int  ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock);
+/* The same when vp is solo (core/vp.h, ursa__solo) and no lock is held: for the solo copies. */
+URSA_HIDDEN int  ursa__smp_block_solo(struct ursa__vp *vp, int kind, void *obj);
 /* Several VPs: finishing the running thread (src/sched/vp.c). */
 URSA_HIDDEN void ursa__smp_finish(struct ursa__vp *vp, struct ursa__thread *cur, void *result) __attribute__((noreturn));
 

@@ -550,16 +550,49 @@ static URSA_NOINLINE int switch_slow(struct ursa__vp *vp, struct ursa__thread *c
   return switch_to(vp, cur, pick_slow(vp, NULL));
 }
 
-int ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock) {
-  struct ursa__thread *cur = vp->cur, *next;
+/* A switch of a solo VP (core/vp.h: every other VP sleeps until this one kicks it) to a thread
+ * that pick_handoff_in took: next cannot still be on another VP's CPU, so the on-CPU wait of
+ * switch_to is left out.  Every other VP saved its last thread (the save's clearing store of the
+ * on-CPU byte) before its sleep made this VP solo (the acq_rel increment of sleepers, read with
+ * acquire by ursa__solo), and none has run since. */
+static inline int switch_solo(struct ursa__vp *vp, struct ursa__thread *cur, struct ursa__thread *next) {
+  URSA_ASSERT(!on_cpu(next));
+  mark_on_cpu(next);
+  URSA__SWITCH_RETURN(vp, cur, next);
+}
+
+static inline void block_mark(struct ursa__vp *vp, struct ursa__thread *cur, int kind, void *obj, ursa__spin_t *lock) {
   ursa__set_state(cur, URSA__BLOCKED);
   __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);   /* read by ursa_dump */
   __atomic_store_n(&cur->w.wait_obj, obj, __ATOMIC_RELAXED);
   cur->wait_lock = lock;
   vp->stats.blocks++;
+}
+
+int ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock) {
+  struct ursa__thread *cur = vp->cur, *next;
+  block_mark(vp, cur, kind, obj, lock);
   if (lock) ursa__ounlock_smp(vp, lock);              /* either kind (core/vp.h, ursa__olock) */
-  if ((next = pick_handoff(vp)) != NULL) return switch_to(vp, cur, next);
+  if (ursa__solo()) {                                  /* (pick_handoff, then switch_solo) */
+    if ((next = pick_handoff_in(vp)) != NULL) return switch_solo(vp, cur, next);
+    return switch_slow(vp, cur);
+  }
+  ursa__pq_enter(vp);
+  next = pick_handoff_in(vp);
+  ursa__pq_exit(vp);
+  if (next != NULL) return switch_to(vp, cur, next);
   return switch_slow(vp, cur);                         /* tail calls: no frame here */
+}
+
+/* ursa__smp_block for a caller that found this VP solo and holds no lock (the solo semaphore wait,
+ * src/sync/sem.c): the same without the lock and without a second look at solo, which cannot
+ * have ended since (only this VP's kick ends it). */
+int ursa__smp_block_solo(struct ursa__vp *vp, int kind, void *obj) {
+  struct ursa__thread *cur = vp->cur, *next;
+  URSA_ASSERT(ursa__solo());
+  block_mark(vp, cur, kind, obj, NULL);
+  if ((next = pick_handoff_in(vp)) != NULL) return switch_solo(vp, cur, next);
+  return switch_slow(vp, cur);
 }
 
 int ursa__smp_yield(struct ursa__vp *vp) {

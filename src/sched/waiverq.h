@@ -130,7 +130,10 @@ static inline uint32_t ursa__wq_len(const struct ursa__wq *q) {
 
 /* Whether the queue holds no item.  Any thread; a snapshot. */
 static inline bool ursa__wq_empty(const struct ursa__wq *q) {
-  return ursa__wq_len(q) == 0;
+  /* wq_len == 0 without its clamp, which never turns a count that is not 0 into 0 (the same two
+   * loads, the same ordering) */
+  uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+  return atomic_load_explicit(&q->tail, memory_order_relaxed) == h;
 }
 
 #endif

@@ -90,7 +90,7 @@ static URSA_NOINLINE int sem_wait_slow(struct ursa__vp *vp, struct ursa__sem *x,
  * while this one is solo (every other VP sleeps until this one kicks it: core/vp.h): the wait
  * without a deadline, with the semaphore's lock not even noted.  ursa__olock_smp notes a
  * lock it elides so that a kick inside the critical section can make it real (ursa__solo_end);
- * here nothing between the elided lock and the release (ursa__smp_block, before its pick) can
+ * here nothing between the elided lock and the release (ursa__smp_block_solo, before its pick) can
  * kick, so there is nothing to make real.  The instructions of the noting and of its release are
  * what the 2-VP thread-ring spent on the lock (issue #20).  Frameless: every call is a tail call. */
 static URSA_NOINLINE int sem_wait_solo(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline) {
@@ -106,7 +106,7 @@ static URSA_NOINLINE int sem_wait_solo(struct ursa__vp *vp, struct ursa__sem *x,
   cur = vp->cur;
   ursa__q_push(&x->q, &cur->w);
   cur->timer_vp = NULL;                                /* (ursa__block_m's SMP path, no deadline) */
-  return ursa__smp_block(vp, URSA__W_SEM, x, NULL);    /* no lock to release */
+  return ursa__smp_block_solo(vp, URSA__W_SEM, x);     /* no lock to release */
 }
 
 static int sem_wait(ursa_sem_t *s, uint64_t deadline) {
