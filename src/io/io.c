@@ -1166,8 +1166,10 @@ static int engine_make(struct engine *e, struct ursa__vp *vp, int kind) {
   return 0;
 }
 
-static void engine_free(struct engine *e) {
-  if (e->vp) e->vp->io = NULL;
+/* vp_live: the engine's VP is still there (engines_make's failure), so its pointer is cleared;
+ * ursa__io_free runs after VPs 1..N-1 are freed and before VP 0 is cleared. */
+static void engine_free(struct engine *e, bool vp_live) {
+  if (vp_live && e->vp) e->vp->io = NULL;
 #if URSA_HAVE_URING
   if (e->ring_ok) io_uring_queue_exit(&e->ring);
   e->ring_ok = 0;
@@ -1190,7 +1192,7 @@ static int engines_make(unsigned n, int kind) {
     nengines = i + 1;
   }
   if (err != 0) {
-    for (i = 0; i < nengines; i++) engine_free(&engines[i]);
+    for (i = 0; i < nengines; i++) engine_free(&engines[i], true);
     nengines = 0;
   }
   return err;
@@ -1312,7 +1314,13 @@ void ursa__io_fini(void) {
   free(pool.threads);
   pool.threads = NULL;
   pool.started = 0;
-  for (i = 0; i < nengines; i++) engine_free(&engines[i]);
+}
+
+/* The engines go once the VPs have stopped (ursa__io_free's comment in io.h says why). */
+void ursa__io_free(void) {
+  unsigned i, c;
+  for (i = 0; i < nengines; i++) engine_free(&engines[i], false);
+  ursa__g.vp0.io = NULL;                           /* VP 0 stays: no dangling engine */
   free(engines);
   engines = NULL;
   nengines = 0;

@@ -18,9 +18,13 @@ URSA_HIDDEN int  ursa__io_init(int want, unsigned offload_threads);
 /* ursa_fini, on main with no other user thread live: the pollers still live (their threads are
  * not the user's: ursa_fini's -EBUSY check leaves them out). */
 URSA_HIDDEN size_t ursa__io_pollers_live(void);
-/* ursa_fini: stops the pollers (waits for their threads to finish) and the offload pool, closes
- * the engines.  Before the VPs stop. */
+/* ursa_fini: stops the pollers (waits for their threads to finish) and the offload pool.  Before
+ * the VPs stop. */
 URSA_HIDDEN void ursa__io_fini(void);
+/* ursa_fini: closes and frees the engines.  After the VPs stop: until then an idle VP may look
+ * into another VP's engine (the stalled-VP help, src/sched/vp.c "Stealing") and a kick may write
+ * a sleeping VP's eventfd. */
+URSA_HIDDEN void ursa__io_free(void);
 /* "epoll", "io_uring" or "none" (before ursa_init): ursa_stats_print and ursa_io_engine. */
 URSA_HIDDEN const char *ursa__io_name(void);
 /* The child of a fork that keeps the runtime (runtime.c's atfork handler). */

@@ -183,8 +183,9 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__vp_mode_set(vp);
   if (err == 0) err = ursa__model_go(vp);            /* cp-ts: VP 0's timer; handlers act */
   if (err != 0) {
-    ursa__io_fini();                                  /* engines made: closed (no poller yet) */
+    ursa__io_fini();                                  /* engines made (no poller yet) */
     if (vp->mode == URSA__SMPMODE) ursa__smp_fini(NULL);                /* VPs 1..N-1 delete their timers */
+    ursa__io_free();                                  /* closed once no VP looks at them */
     ursa__explore_stop(vp);
     ursa__model_stop(vp);                             /* then the handler goes */
     ursa__trace_discard();
@@ -237,6 +238,7 @@ int ursa_fini(void) {
   __atomic_store_n(&ursa__g.preempt_live, 0, __ATOMIC_RELAXED);   /* cp-ts: ticks are ignored */
   ursa__reap(vp);
   if (vp->mode == URSA__SMPMODE) ursa__smp_fini(stats_keep);            /* keeps the counters first */
+  ursa__io_free();                                    /* the engines: no VP looks at them now */
   ursa__explore_stop(vp);                             /* before the model's hooks are reset */
   ursa__model_stop(vp);
   ursa__trace_fini();                                 /* URSA_TRACE: every VP has stopped */
