@@ -89,13 +89,17 @@ void ursa__pol_vp_fini(struct ursa__vp *vp) {
   }
 }
 
-/* Threads at x's VP forward(i): ready there as of its last switch, in its inbox, running, plus
- * those already on their way in x's Waiver Queue.  All relaxed: a hint, and a stale figure only
- * delays a pass by one switch. */
-static uint32_t fwd_threads(struct ursa__smp *x) {
+/* Threads queued for x's VP forward(i): ready there as of its last switch, in its inbox, plus
+ * those already on their way in x's Waiver Queue; 0 when it is hungry (about to run out, or idle:
+ * "Batches" above).  All relaxed: a hint, and a stale figure only delays a pass by one switch. */
+static uint32_t fwd_queued(struct ursa__smp *x) {
   struct ursa__smp *fx = x->fwd->x;
   return __atomic_load_n(&fx->load, __ATOMIC_RELAXED) + __atomic_load_n(&fx->inbox_n, __ATOMIC_RELAXED) +
-         __atomic_load_n(&fx->busy, __ATOMIC_RELAXED) + ursa__wq_len(&x->wq);
+         ursa__wq_len(&x->wq);
+}
+/* ... and the one it runs. */
+static uint32_t fwd_threads(struct ursa__smp *x) {
+  return fwd_queued(x) + __atomic_load_n(&x->fwd->x->busy, __ATOMIC_RELAXED);
 }
 
 /* Wakes one sleeping VP other than vp, if any (lb2, global, steal: any VP may take the work). */
@@ -107,13 +111,6 @@ static void kick_one(struct ursa__vp *vp) {
   }
 }
 
-/* Threads queued for x's VP forward(i) (fwd_threads without the one it runs): 0 when it is
- * hungry, about to run out or idle.  Relaxed, a hint as fwd_threads. */
-static uint32_t fwd_queued(struct ursa__smp *x) {
-  struct ursa__smp *fx = x->fwd->x;
-  return __atomic_load_n(&fx->load, __ATOMIC_RELAXED) + __atomic_load_n(&fx->inbox_n, __ATOMIC_RELAXED) +
-         ursa__wq_len(&x->wq);
-}
 bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen) {
   struct ursa__smp *x = vp->x;
   switch (ursa__g.policy) {
