@@ -46,6 +46,12 @@ struct ursa__vp {
   uint32_t             pq_steal;     /* atomic */
   uint8_t              mode;         /* URSA__FAST, URSA__CHECKED or URSA__SMPMODE (below); set
                                         by ursa__vp_mode_set only, fixed while the VP runs      */
+  uint8_t              solo_path;    /* set with mode: URSA__SMPMODE, and the solo copies of the
+                                        hottest paths may run whenever the VP is solo (below,
+                                        ursa__solo): the inline hand-off is allowed
+                                        (ursa__g.smp_handoff), regions are not balanced
+                                        automatically, nothing is traced or explored.  One test
+                                        instead of four on the 2-VP hand-off path (issue #20)  */
   int                 *errno_p;      /* &errno of this VP's kernel thread                       */
   struct ursa__thread *zombie;       /* a detached thread that exited; released after the switch */
   struct ursa__thread **timers;      /* 1-based binary min-heap on deadline; [0] unused          */

@@ -61,6 +61,9 @@ void ursa__vp_mode_set(struct ursa__vp *vp) {
   if (vp->x != NULL) vp->mode = URSA__SMPMODE;
   else if (URSA__TRACING() || ursa__g.model == URSA_MODEL_CP_TS) vp->mode = URSA__CHECKED;
   else vp->mode = URSA__FAST;
+  /* (the trace is only ever switched off while VPs run, which leaves the solo copies off) */
+  vp->solo_path = vp->mode == URSA__SMPMODE && ursa__g.smp_handoff && !ursa__g.region_balance &&
+                  !URSA__TRACING();
 }
 
 /* The execution model's hooks (sched.h), filled by src/model/ at ursa_init. */

@@ -314,11 +314,16 @@ static inline void ursa__pq_exit(struct ursa__vp *vp) {
  * a queue found empty here stays empty, and the store of next races only with a thief's load of
  * it, which then takes t or leaves it.  Hence the atomic loads of next and head (a thief writes
  * them) and the release store of next (pairs with the thief's acquire load: t's fields are set). */
-static inline bool ursa__smp_handoff_ok(const struct ursa__vp *self, const struct ursa__thread *t) {
+/* (ursa__smp_handoff_fits: the tests of the queue and of t, for callers that know the policy's
+ * part holds: self->solo_path, core/vp.h) */
+static inline bool ursa__smp_handoff_fits(const struct ursa__vp *self, const struct ursa__thread *t) {
   const struct ursa__runq *q = &self->runq;
   return __atomic_load_n(&q->next, __ATOMIC_RELAXED) == NULL &&
          __atomic_load_n(&q->head, __ATOMIC_RELAXED) == q->tail && q->xhead == NULL &&
-         t->region == NULL && !t->pinned && !t->hog && ursa__g.smp_handoff;
+         t->region == NULL && !t->pinned && !t->hog;
+}
+static inline bool ursa__smp_handoff_ok(const struct ursa__vp *self, const struct ursa__thread *t) {
+  return ursa__smp_handoff_fits(self, t) && ursa__g.smp_handoff;
 }
 static inline void ursa__smp_handoff(struct ursa__vp *self, struct ursa__thread *t) {
   URSA_ASSERT_OWNER(self);

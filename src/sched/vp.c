@@ -494,14 +494,14 @@ static URSA_NOINLINE struct ursa__thread *pick_slow(struct ursa__vp *vp, const s
  * regions are not balanced automatically, the policy has nothing to move at this switch (with one
  * ready thread: only the rotator's drain of VP_backward's Waiver Queue), and the thread is
  * unpinned.  Then pick_slow would only pop it: the same result, the same stores. */
-static inline struct ursa__thread *pick_handoff_in(struct ursa__vp *vp) {
+static inline struct ursa__thread *pick_handoff_in(struct ursa__vp *vp, const bool solo_path) {
   struct ursa__smp *x = vp->x;
   struct ursa__runq *q = &vp->runq;
   struct ursa__thread *t = q->next;
   if (ursa_likely(t != NULL && q->head == q->tail && q->xhead == NULL &&
                   (__atomic_load_n(&x->inbox_n, __ATOMIC_RELAXED) |
                    __atomic_load_n(&x->moves, __ATOMIC_RELAXED)) == 0 &&
-                  !ursa__g.region_balance && t->region == NULL && !t->pinned &&
+                  (solo_path || !ursa__g.region_balance) && t->region == NULL && !t->pinned &&
                   (x->bwd_wq == NULL || ursa__wq_empty(x->bwd_wq)))) {
     q->next = NULL;
     URSA_ASSERT(ursa__get_state(t) == URSA__READY);
@@ -516,9 +516,9 @@ static inline struct ursa__thread *pick_handoff_in(struct ursa__vp *vp) {
  * ("Stealing") is left out; the kick that ends solo moves the heartbeat (ursa__vp_kick). */
 static inline struct ursa__thread *pick_handoff(struct ursa__vp *vp) {
   struct ursa__thread *t;
-  if (ursa__solo()) return pick_handoff_in(vp);
+  if (ursa__solo()) return pick_handoff_in(vp, false);
   ursa__pq_enter(vp);
-  t = pick_handoff_in(vp);
+  t = pick_handoff_in(vp, false);
   ursa__pq_exit(vp);
   return t;
 }
@@ -555,9 +555,11 @@ static URSA_NOINLINE int switch_slow(struct ursa__vp *vp, struct ursa__thread *c
  * switch_to is left out.  Every other VP saved its last thread (the save's clearing store of the
  * on-CPU byte) before its sleep made this VP solo (the acq_rel increment of sleepers, read with
  * acquire by ursa__solo), and none has run since. */
-static inline int switch_solo(struct ursa__vp *vp, struct ursa__thread *cur, struct ursa__thread *next) {
+static inline int switch_solo(struct ursa__vp *vp, struct ursa__thread *cur, struct ursa__thread *next,
+                              const bool solo_path) {
   URSA_ASSERT(!on_cpu(next));
   mark_on_cpu(next);
+  if (solo_path) URSA__SWITCH_RETURN_RAW(vp, cur, next);   /* (nothing traced: core/vp.h) */
   URSA__SWITCH_RETURN(vp, cur, next);
 }
 
@@ -574,24 +576,25 @@ int ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock
   block_mark(vp, cur, kind, obj, lock);
   if (lock) ursa__ounlock_smp(vp, lock);              /* either kind (core/vp.h, ursa__olock) */
   if (ursa__solo()) {                                  /* (pick_handoff, then switch_solo) */
-    if ((next = pick_handoff_in(vp)) != NULL) return switch_solo(vp, cur, next);
+    if ((next = pick_handoff_in(vp, false)) != NULL) return switch_solo(vp, cur, next, false);
     return switch_slow(vp, cur);
   }
   ursa__pq_enter(vp);
-  next = pick_handoff_in(vp);
+  next = pick_handoff_in(vp, false);
   ursa__pq_exit(vp);
   if (next != NULL) return switch_to(vp, cur, next);
   return switch_slow(vp, cur);                         /* tail calls: no frame here */
 }
 
 /* ursa__smp_block for a caller that found this VP solo and holds no lock (the solo semaphore wait,
- * src/sync/sem.c): the same without the lock and without a second look at solo, which cannot
- * have ended since (only this VP's kick ends it). */
+ * src/sync/sem.c), on a VP whose solo_path is set (core/vp.h): the same without the lock, without
+ * a second look at solo, which cannot have ended since (only this VP's kick ends it), and without
+ * the tests that solo_path stands for. */
 int ursa__smp_block_solo(struct ursa__vp *vp, int kind, void *obj) {
   struct ursa__thread *cur = vp->cur, *next;
-  URSA_ASSERT(ursa__solo());
+  URSA_ASSERT(ursa__solo() && vp->solo_path);
   block_mark(vp, cur, kind, obj, NULL);
-  if ((next = pick_handoff_in(vp)) != NULL) return switch_solo(vp, cur, next);
+  if ((next = pick_handoff_in(vp, true)) != NULL) return switch_solo(vp, cur, next, true);
   return switch_slow(vp, cur);
 }
 
@@ -1190,6 +1193,7 @@ int ursa__smp_init(void) {
                         && !chaos_on
 #endif
                         ;
+  for (i = 0; i < n; i++) ursa__vp_mode_set(ursa__g.vps[i]);   /* solo_path reads smp_handoff */
   /* VP 0's idle context needs a stack of its own: the kernel thread's stack is main's. */
   {
     struct ursa__thread *st = ursa__stack_get_slow(v0, 65536, &err), *idle = v0->x->idle;

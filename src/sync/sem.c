@@ -95,7 +95,7 @@ static URSA_NOINLINE int sem_wait_slow(struct ursa__vp *vp, struct ursa__sem *x,
  * what the 2-VP thread-ring spent on the lock (issue #20).  Frameless: every call is a tail call. */
 static URSA_NOINLINE int sem_wait_solo(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline) {
   struct ursa__thread *cur;
-  if (ursa_unlikely(vp->mode != URSA__SMPMODE || deadline != 0 || !ursa__solo()))
+  if (ursa_unlikely(!vp->solo_path || deadline != 0 || !ursa__solo()))   /* (core/vp.h) */
     return sem_wait_slow(vp, x, deadline);
   vp->stats.p_ops++;
   if (ursa_likely(x->value > 0)) {
@@ -174,9 +174,8 @@ static URSA_NOINLINE int sem_post_slow(struct ursa__vp *vp, struct ursa__sem *x)
 static URSA_NOINLINE int sem_post_solo(struct ursa__vp *vp, struct ursa__sem *x) {
   struct ursa__waiter *w;
   struct ursa__thread *t;
-  if (ursa_unlikely(vp->mode != URSA__SMPMODE || !ursa__solo() ||
-                    __atomic_load_n(&vp->pre_pending, __ATOMIC_RELAXED)))
-    return sem_post_slow(vp, x);
+  if (ursa_unlikely(!vp->solo_path || !ursa__solo() || __atomic_load_n(&vp->pre_pending, __ATOMIC_RELAXED)))
+    return sem_post_slow(vp, x);                       /* (solo_path: SMP, hand-off, no trace) */
   w = x->q.head;
   if (w == NULL) {
     if (ursa_unlikely(x->value >= URSA_SEM_VALUE_MAX)) return sem_post_slow(vp, x);
@@ -185,8 +184,7 @@ static URSA_NOINLINE int sem_post_solo(struct ursa__vp *vp, struct ursa__sem *x)
   }
   if (ursa_unlikely(ursa__waiter_is_call(w))) return sem_post_slow(vp, x);
   t = ursa__thread_of(w);
-  if (ursa_unlikely(t->timer_vp != NULL) || !ursa__smp_handoff_ok(vp, t) || URSA__TRACING())
-    return sem_post_slow(vp, x);
+  if (ursa_unlikely(t->timer_vp != NULL) || !ursa__smp_handoff_fits(vp, t)) return sem_post_slow(vp, x);
   x->q.head = w->qnext;                                /* ursa__q_pop, with w known */
   if (x->q.head) x->q.head->qprev = NULL; else x->q.tail = NULL;
   t->w.wake_result = 0;                                /* as ursa__smp_wake_fast */
