@@ -58,7 +58,7 @@ class Job:
         self.answers = answers or {}    # {(bench, impl): expected answer}
         self.skip_first = skip_first    # the first RESULT line (and its VPSTAT lines) is a warm-up
         self.env = dict(env or {})      # added to the environment of its runs (GOMAXPROCS)
-        self.group = group              # "radix": its runs interleave with the group's others (run)
+        self.group = group              # "radix", "ring": its runs interleave with its group's (run)
 
     def label(self):
         return " ".join([self.program] + self.args)
@@ -131,7 +131,7 @@ def plan(mode, runs, go=False):
                         [("smp-ring", impl, "ns/pass", "503 unbound threads, semaphore each"),
                          ("smp-yield-pingpong", impl, "ns/yield", "2 unbound threads alternating ursa_yield")],
                         0.05 + passes * 3e-8 + yields * 2e-8,
-                        answers={("smp-ring", impl): passes % 503 + 1}))
+                        answers={("smp-ring", impl): passes % 503 + 1}, group="ring"))
 
     groups = [("1vp", "ursa-1vp", "1 VP: 2 groups x 4 CPU-bound threads"),
               ("regions", f"regions-{n}vp", f"{n} VPs, group g = a region on VP g mod {n}"),
@@ -257,11 +257,12 @@ def sys_delta(before, after):
 def run(jobs, settings, build_bench, env, progress, plan_items, run_program, timeout):
     """Runs every job (1 warm-up + settings['runs'] timed runs); returns (entries, vpstats).
 
-    The jobs of the radix group run round by round (the warm-up of each, then run 1 of each, ...)
-    rather than one after the other: this machine's memory-bound two-thread runs are sometimes
-    1.4-2x slower for a minute or so (the fixed kernel threads as much as ursa: a neighbour of the
-    virtual machine, not the program), and interleaving gives every variant of the comparison
-    (ursa, POSIX threads, fixed kernel threads, Go) the same share of such a spell."""
+    The jobs of a group (Job.group: "radix", "ring") run round by round (the warm-up of each, then
+    run 1 of each, ...) rather than one after the other: this machine's memory-bound two-thread
+    runs are sometimes 1.4-2x slower for a minute or so (the fixed kernel threads as much as ursa:
+    a neighbour of the virtual machine, not the program), and interleaving gives every variant of
+    a comparison (ursa, POSIX threads, fixed kernel threads, Go; the ring at 1 VP and at N) the
+    same share of such a spell."""
     entries, by_key, vpstat_runs = [], {}, []
     for job in jobs:
         for bench, impl, unit, what in job.expects:
@@ -270,15 +271,16 @@ def run(jobs, settings, build_bench, env, progress, plan_items, run_program, tim
             by_key[(bench, impl)] = e
     total = len(plan_items)
     items = list(enumerate(plan_items, 1))
-    # the order of (index, item, run): radix jobs interleaved at the place of the first of them
-    order, placed = [], False
-    radix = [(i, it) for i, it in items if it[0].group == "radix"]
+    # the order of (index, item, run): a group's jobs interleaved at the place of the first of them
+    order, placed = [], set()
     for i, it in items:
-        if it[0].group == "radix":
-            if not placed:
-                placed = True
-                for r in range(max(x[3] for _, x in radix)):
-                    order.extend((j, x, r) for j, x in radix if r < x[3])
+        g = it[0].group
+        if g:
+            if g not in placed:
+                placed.add(g)
+                members = [(j, x) for j, x in items if x[0].group == g]
+                for r in range(max(x[3] for _, x in members)):
+                    order.extend((j, x, r) for j, x in members if r < x[3])
             continue
         order.extend((i, it, r) for r in range(it[3]))
     last = {}
