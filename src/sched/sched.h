@@ -304,23 +304,32 @@ static inline void ursa__pq_exit(struct ursa__vp *vp) {
   __atomic_store_n(&vp->pq_word, __atomic_load_n(&vp->pq_word, __ATOMIC_RELAXED) - 1u, __ATOMIC_RELEASE);
 }
 
-/* Several VPs: whether t, made READY by a thread of self, takes the common hand-off: t is unpinned
- * and goes to the front of self's Protect Queue, which is empty (ring, next and overflow list), so
+/* Several VPs: whether t, made READY by a thread of self, takes the common hand-off: t goes to
+ * the front of self's Protect Queue, which is empty (ring, next and overflow list), so
  * it is below what any policy keeps (ursa__pol_keep >= 1) and no shared structure is involved.
- * t is not marked hog (a long runner whose idle VP may take it back: vp.c, spread).  The policy is not global and the hard build's chaos is off (ursa__g.smp_handoff).  Otherwise
- * src/sched/vp.c's ready_slow decides.  Executed only by self's running thread or idle context. */
+ * t is unpinned or pinned to self, and not marked hog (a long runner whose idle VP may take it
+ * back: vp.c, spread).  The policy is not global and the hard build's chaos is off
+ * (ursa__g.smp_handoff).  Otherwise src/sched/vp.c's ready_slow decides.  Executed only by
+ * self's running thread or idle context. */
 /* The hand-off is the one owner access to runq outside ursa__pq_enter/exit (it is on the path of
  * every wake-up): a thief's turn only ever removes threads (it clears next and advances head), so
  * a queue found empty here stays empty, and the store of next races only with a thief's load of
  * it, which then takes t or leaves it.  Hence the atomic loads of next and head (a thief writes
  * them) and the release store of next (pairs with the thief's acquire load: t's fields are set). */
+/* Whether t, not a region's member, may take the hand-off to self (below) or be picked from it by
+ * pick_handoff_in (vp.c): unpinned and not a hog, or pinned to self (main, a bound thread at
+ * home, a thread pinned here for a while), which runs nowhere else anyway.  The first test is
+ * the common case's only one (pinned and hog in one load: the compiler merges them). */
+static inline bool ursa__smp_runs_here(const struct ursa__vp *self, const struct ursa__thread *t) {
+  return (t->pinned | t->hog) == 0 || (!t->hog && t->home == self);
+}
 /* (ursa__smp_handoff_fits: the tests of the queue and of t, for callers that know the policy's
  * part holds: self->solo_path, core/vp.h) */
 static inline bool ursa__smp_handoff_fits(const struct ursa__vp *self, const struct ursa__thread *t) {
   const struct ursa__runq *q = &self->runq;
   return __atomic_load_n(&q->next, __ATOMIC_RELAXED) == NULL &&
          __atomic_load_n(&q->head, __ATOMIC_RELAXED) == q->tail && q->xhead == NULL &&
-         t->region == NULL && !t->pinned && !t->hog;
+         t->region == NULL && ursa__smp_runs_here(self, t);
 }
 static inline bool ursa__smp_handoff_ok(const struct ursa__vp *self, const struct ursa__thread *t) {
   return ursa__smp_handoff_fits(self, t) && ursa__g.smp_handoff;

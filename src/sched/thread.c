@@ -323,6 +323,7 @@ static URSA_NOINLINE int create_smp(struct ursa__vp *vp, struct ursa__thread *t,
   if (want != URSA_VP_SELF) where = ursa__smp_place(vp, want);
   t->pinned = a && a->bound ? URSA__PIN_BOUND : URSA__PIN_NONE;
   t->home = where;
+  t->hog = 0;                                        /* not the last owner's of the descriptor */
   __atomic_add_fetch(&ursa__g.live, 1, __ATOMIC_RELAXED);
   ursa__smp_ready(vp, t, where);
   ursa__smp_balance(vp);

@@ -493,7 +493,7 @@ static URSA_NOINLINE struct ursa__thread *pick_slow(struct ursa__vp *vp, const s
  * runq.next (ring and overflow list empty), nothing arrived from other VPs (inbox, region moves),
  * regions are not balanced automatically, the policy has nothing to move at this switch (with one
  * ready thread: only the rotator's drain of VP_backward's Waiver Queue), and the thread is
- * unpinned.  Then pick_slow would only pop it: the same result, the same stores. */
+ * unpinned or pinned to this VP.  Then pick_slow would only pop it: the same result, the same stores. */
 static inline struct ursa__thread *pick_handoff_in(struct ursa__vp *vp, const bool solo_path) {
   struct ursa__smp *x = vp->x;
   struct ursa__runq *q = &vp->runq;
@@ -501,7 +501,8 @@ static inline struct ursa__thread *pick_handoff_in(struct ursa__vp *vp, const bo
   if (ursa_likely(t != NULL && q->head == q->tail && q->xhead == NULL &&
                   (__atomic_load_n(&x->inbox_n, __ATOMIC_RELAXED) |
                    __atomic_load_n(&x->moves, __ATOMIC_RELAXED)) == 0 &&
-                  (solo_path || !ursa__g.region_balance) && t->region == NULL && !t->pinned &&
+                  (solo_path || !ursa__g.region_balance) && t->region == NULL &&
+                  (!t->pinned || t->home == vp) &&
                   (x->bwd_wq == NULL || ursa__wq_empty(x->bwd_wq)))) {
     q->next = NULL;
     URSA_ASSERT(ursa__get_state(t) == URSA__READY);
