@@ -316,10 +316,11 @@ static inline void ursa__pq_exit(struct ursa__vp *vp) {
  * a queue found empty here stays empty, and the store of next races only with a thief's load of
  * it, which then takes t or leaves it.  Hence the atomic loads of next and head (a thief writes
  * them) and the release store of next (pairs with the thief's acquire load: t's fields are set). */
-/* Whether t, not a region's member, may take the hand-off to self (below) or be picked from it by
- * pick_handoff_in (vp.c): unpinned and not a hog, or pinned to self (main, a bound thread at
- * home, a thread pinned here for a while), which runs nowhere else anyway.  The first test is
- * the common case's only one (pinned and hog in one load: the compiler merges them). */
+/* Whether t, not a region's member, may take the hand-off to self (below): unpinned and not a hog,
+ * or pinned to self (main woken by a join, a bound thread at home, a thread pinned here for a
+ * while), which runs nowhere else anyway.  (vp.c's pick_handoff_in takes such a thread from
+ * runq.next on the same terms, without the hog test, which only a wake-up reads.)  The first
+ * test is the common case's only one (pinned and hog in one load: the compiler merges them). */
 static inline bool ursa__smp_runs_here(const struct ursa__vp *self, const struct ursa__thread *t) {
   return (t->pinned | t->hog) == 0 || (!t->hog && t->home == self);
 }
