@@ -223,6 +223,15 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
   return passed;
 }
 
+/* Counts threads in x's load before they leave a shared structure for x's Protect Queue (the
+ * rotator's intake, lb2_take): an idle VP that finds the structure empty, reading it with acquire
+ * (ursa__pol_passed_on), then sees them in load (the pop's release store of head follows this
+ * store), and does not sleep without a deadline while they wait here behind a thread that may
+ * stall this VP (vp.c, others_loaded).  pick_slow stores the exact figure after. */
+static inline void load_before_intake(struct ursa__smp *x, uint32_t upto) {
+  if (upto > x->load) __atomic_store_n(&x->load, upto, __ATOMIC_RELAXED);
+}
+
 /* Rotator: the ring step at every switch. */
 static void rotate(struct ursa__vp *vp) {
   struct ursa__smp *x = vp->x;
@@ -233,6 +242,7 @@ static void rotate(struct ursa__vp *vp) {
   uint32_t fwd = fwd_threads(x);
   if (!ursa__wq_empty(in)) {
     uint32_t n = ursa__wq_len(in);        /* a snapshot: two VPs passing threads round the ring */
+    load_before_intake(x, len + n);
     ursa__pq_enter(vp);                   /* a thief's turn on vp may pop `in` too (vp.c, "Stealing") */
     while (n-- > 0 && (t = ursa__wq_pop(in)) != NULL) {   /* must not chase each other forever */
       vp->stats.migrations++;
@@ -316,6 +326,7 @@ static struct ursa__thread *lb2_take(struct ursa__vp *vp, struct ursa__vp *v) {
   struct ursa__thread *first = NULL, *t;
   uint32_t n = 0;
   if (ursa__wq_empty(&v->x->wq)) return NULL;
+  load_before_intake(vp->x, ursa__pq_len(vp) + ursa__g.pq_cap);
   ursa__spin_lock(&v->x->wq_lock);
   while (n < ursa__g.pq_cap && (t = ursa__wq_pop(&v->x->wq)) != NULL) {
     if (first == NULL) first = t; else ursa__pq_push(vp, t);
@@ -364,6 +375,20 @@ struct ursa__thread *ursa__pol_fetch(struct ursa__vp *vp) {
     return t;
   default:                                              /* rotator: all arrives via rotate() */
     return NULL;
+  }
+}
+
+bool ursa__pol_passed_on(const struct ursa__vp *vp) {
+  unsigned i;
+  switch (ursa__g.policy) {
+  case URSA__POL_ROTATOR:
+    return !ursa__wq_empty(&vp->x->wq);
+  case URSA__POL_LB2:
+    for (i = 0; i < ursa__g.nvps; i++)
+      if (!ursa__wq_empty(&ursa__g.vps[i]->x->wq)) return true;
+    return false;
+  default:
+    return false;
   }
 }
 

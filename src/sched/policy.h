@@ -22,6 +22,10 @@ URSA_HIDDEN unsigned ursa__pol_spread(struct ursa__vp *vp);
 URSA_HIDDEN void ursa__pol_switch(struct ursa__vp *vp);
 /* vp's Protect Queue is empty: a thread from the shared structures, or NULL. */
 URSA_HIDDEN struct ursa__thread *ursa__pol_fetch(struct ursa__vp *vp);
+/* Whether threads vp passed on wait in a shared structure that another VP drains into its own
+ * Protect Queue (rotator: vp's Waiver Queue; lb2: any Waiver Queue); read with acquire, so a
+ * caller that finds it empty sees the taker's load (policy.c, load_before_intake). */
+URSA_HIDDEN bool ursa__pol_passed_on(const struct ursa__vp *vp);
 /* Whether the shared structures hold work vp would take (for the sleep protocol). */
 URSA_HIDDEN bool ursa__pol_has_work(struct ursa__vp *vp);
 URSA_HIDDEN const char *ursa__pol_name(int policy);

@@ -959,18 +959,25 @@ bool ursa__smp_help_stalled(struct ursa__vp *self) {
   return steal_some(self, true);
 }
 
-/* Whether an idle VP should sleep with a deadline to look again (URSA__STALL_NS): another VP runs
- * a thread and had ready threads waiting at its last switch or threads waiting on I/O in its
- * engine (whose completions a stall would hold), or threads this VP passed on wait in its Waiver
- * Queue for their consumer. */
+/* Whether an idle VP should sleep with a deadline to look again (URSA__STALL_NS): threads this VP
+ * passed on wait for the VP that takes them (ursa__pol_passed_on), or another VP had ready threads
+ * at its last switch (x->load), or runs a thread while threads wait on I/O in its engine (whose
+ * completions a stall would hold).  The order matters: the passed-on threads first, with acquire,
+ * then the loads, so that a thread taken from there into a VP's Protect Queue is seen in one or
+ * the other (policy.c, load_before_intake).  Before, VP 0 took a thread from VP 1's Waiver Queue
+ * at a switch and stalled in the thread it switched to, while VP 1 found its queue empty before
+ * VP 0 stored its load, and slept with no deadline (smp_stalled_vp_waiver_queue_taken_back, once
+ * in a CI run; 1 in 30 with both VPs on one CPU).  load counts whether or not that VP is busy yet:
+ * an idle VP stores busy only after its intake, at the end of pick_slow. */
 static bool others_loaded(const struct ursa__vp *self) {
   unsigned i;
   if (!ursa__g.steal_ok) return false;
-  if (input_wq(self->x->fwd) != NULL && !ursa__wq_empty(input_wq(self->x->fwd))) return true;
+  if (ursa__pol_passed_on(self)) return true;
   for (i = 0; i < ursa__g.nvps; i++) {
     struct ursa__vp *v = ursa__g.vps[i];
-    if (v != self && __atomic_load_n(&v->x->busy, __ATOMIC_RELAXED) &&
-        (__atomic_load_n(&v->x->load, __ATOMIC_RELAXED) != 0 || __atomic_load_n(&v->io_nwait, __ATOMIC_RELAXED) != 0))
+    if (v != self && (__atomic_load_n(&v->x->load, __ATOMIC_RELAXED) != 0 ||
+                      (__atomic_load_n(&v->x->busy, __ATOMIC_RELAXED) &&
+                       __atomic_load_n(&v->io_nwait, __ATOMIC_RELAXED) != 0)))
       return true;
   }
   return false;
