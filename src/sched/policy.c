@@ -252,6 +252,7 @@ static void rotate(struct ursa__vp *vp) {
       else { passed = true; fwd++; }
     }
     ursa__pq_exit(vp);
+    __atomic_store_n(&x->load, len, __ATOMIC_RELAXED);   /* exact again (rotate runs outside a switch too) */
   }
   /* Over capacity (threads created or woken here): pass on half the difference to forward(i). */
   if (len > ursa__pol_keep(vp) && fwd + 1 < len && pass_on(vp, len, (len - fwd) / 2)) passed = true;
