@@ -379,17 +379,19 @@ struct ursa__thread *ursa__pol_fetch(struct ursa__vp *vp) {
   }
 }
 
-bool ursa__pol_passed_on(const struct ursa__vp *vp) {
+/* Whether any VP's Waiver Queue holds a thread (lb2: every idle VP takes from all of them). */
+static bool any_wq_queued(void) {
   unsigned i;
+  for (i = 0; i < ursa__g.nvps; i++)
+    if (!ursa__wq_empty(&ursa__g.vps[i]->x->wq)) return true;
+  return false;
+}
+
+bool ursa__pol_passed_on(const struct ursa__vp *vp) {
   switch (ursa__g.policy) {
-  case URSA__POL_ROTATOR:
-    return !ursa__wq_empty(&vp->x->wq);
-  case URSA__POL_LB2:
-    for (i = 0; i < ursa__g.nvps; i++)
-      if (!ursa__wq_empty(&ursa__g.vps[i]->x->wq)) return true;
-    return false;
-  default:
-    return false;
+  case URSA__POL_ROTATOR: return !ursa__wq_empty(&vp->x->wq);
+  case URSA__POL_LB2:     return any_wq_queued();
+  default:                return false;
   }
 }
 
@@ -399,9 +401,7 @@ bool ursa__pol_has_work(struct ursa__vp *vp) {
   case URSA__POL_ROTATOR:
     return !ursa__wq_empty(&vp->x->bwd->x->wq);
   case URSA__POL_LB2:
-    for (i = 0; i < ursa__g.nvps; i++)
-      if (!ursa__wq_empty(&ursa__g.vps[i]->x->wq)) return true;
-    return false;
+    return any_wq_queued();
   case URSA__POL_GLOBAL:
     return __atomic_load_n(&gq.n, __ATOMIC_RELAXED) != 0;
   default:
