@@ -533,8 +533,11 @@ TEST_IMPL(smp_errno_survives_migration) {
 static _Atomic int rot_release, rot_done;
 static ursa_sem_t rot_all_done;
 
-/* Runs on VP 1 and never enters ursa until released: VP 1 never switches, so without the timer it
- * would never take what VP 0 passes into its Waiver Queue (VP 1 is that queue's only consumer). */
+/* Runs on VP 1 and never enters ursa until released: VP 1 never switches, so it never takes what
+ * VP 0 passes into its Waiver Queue at a switch (VP 1 is that queue's only consumer).  The timer's
+ * ring step takes them; so, since issue #20, does VP 0 when idle, from a VP that has stalled
+ * (src/sched/vp.c, "Stealing"): the test passes with the timer off too, and checks that the
+ * stranded threads run. */
 static void *rot_hog(void *arg) {
   (void)arg;
   while (!atomic_load_explicit(&rot_release, memory_order_acquire)) spin_work(1000);
@@ -568,7 +571,7 @@ TEST_IMPL(smp_rotate_timer_frees_stranded_threads) {
   ASSERT_OK(ursa_sem_init(&rot_all_done, 0));
   ASSERT_OK(ursa_sleep_ns(10000000));         /* the hog is spinning on VP 1 */
   for (i = 0; i < N; i++) ASSERT_OK(ursa_create(&w[i], NULL, rot_worker, (void *)(intptr_t)N));
-  ASSERT_OK(ursa_sem_wait(&rot_all_done));    /* without the timer: forever */
+  ASSERT_OK(ursa_sem_wait(&rot_all_done));    /* without the timer and stealing: forever */
   ASSERT_EQ(atomic_load(&rot_done), N);
   atomic_store_explicit(&rot_release, 1, memory_order_release);
   ASSERT_OK(ursa_join(hog, NULL));
@@ -652,24 +655,41 @@ TEST_IMPL(smp_busy_threads_spread_every_model) {
  * otherwise hand the VP over to it on the waker's VP).  If the machine is so slow that the
  * runner has not blocked yet when main posts, it never leaves VP 1 and the test passes too. */
 static ursa_sem_t hog_sem;
-static atomic_int hog_waiting;
+static atomic_int hog_waiting, hog_burst_on;
 
+/* With arg != NULL the runner first yields to hog_partner (bound to VP 1) for 40 ms: a burst of
+ * switches on VP 1, during which the balancing tick's interval grows (src/model/preempt.c,
+ * rot_pace); the tick must still come and find the runner's long run after it (a pace change
+ * that left the timer disarmed failed this test and passed the one without the burst). */
 static void *hog_runner(void *arg) {
-  (void)arg;
+  if (arg != NULL) {
+    uint64_t end = test_now_ns() + 40 * MS;
+    while (test_now_ns() < end) ursa_yield();
+    atomic_store(&hog_burst_on, 0);
+  }
   spin_work(20000000ull);                           /* many 1 ms periods on VP 1 (also under Valgrind) */
   atomic_store(&hog_waiting, 1);
   ASSERT_OK(ursa_sem_wait(&hog_sem));
   return (void *)(intptr_t)ursa_vp_self();
 }
 
-TEST_IMPL(smp_long_runner_woken_on_its_idle_vp) {
-  ursa_attr_t a;
-  ursa_thread_t t;
+static void *hog_partner(void *arg) {
+  (void)arg;
+  while (atomic_load(&hog_burst_on)) ursa_yield();
+  return NULL;
+}
+
+static int long_runner(int burst) {
+  ursa_attr_t a, b;
+  ursa_thread_t t, p;
   void *vp;
   int r = 0, tries;
   ASSERT_OK(smp_init(2, 0, 0));
   ASSERT_OK(ursa_attr_init(&a));
   ASSERT_OK(ursa_attr_setvp(&a, 1));                /* unbound: it may move */
+  ASSERT_OK(ursa_attr_init(&b));
+  ASSERT_OK(ursa_attr_setvp(&b, 1));
+  ASSERT_OK(ursa_attr_setbound(&b, 1));
   /* The rule needs VP 1 in its idle loop when main posts; on a loaded machine its kernel thread
    * may still be on its way there (between the runner's block and the idle loop's first look),
    * and then the runner rightly stays with its waker: try again.  Without the rule no try can
@@ -677,11 +697,16 @@ TEST_IMPL(smp_long_runner_woken_on_its_idle_vp) {
   for (tries = 0; tries < 10 && r != 1; tries++) {
     ASSERT_OK(ursa_sem_init(&hog_sem, 0));
     atomic_store(&hog_waiting, 0);
-    ASSERT_OK(ursa_create(&t, &a, hog_runner, NULL));
+    atomic_store(&hog_burst_on, burst);
+    if (burst) ASSERT_OK(ursa_create(&p, &b, hog_partner, NULL));
+    ASSERT_OK(ursa_create(&t, &a, hog_runner, burst ? &hog_burst_on : NULL));
+    /* during the burst VP 0 stays busy, so that no idle VP takes the runner or its partner away */
+    while (atomic_load(&hog_burst_on)) spin_work(1000);
     while (!atomic_load(&hog_waiting)) ASSERT_OK(ursa_sleep_ns(MS));
     ASSERT_OK(ursa_sleep_ns(20 * MS));              /* it blocks on hog_sem meanwhile */
     ASSERT_OK(ursa_sem_post(&hog_sem));             /* then main blocks at once */
     ASSERT_OK(ursa_join(t, &vp));
+    if (burst) ASSERT_OK(ursa_join(p, NULL));
     r = (int)(intptr_t)vp;
     ASSERT_OK(ursa_sem_destroy(&hog_sem));
   }
@@ -694,6 +719,11 @@ TEST_IMPL(smp_long_runner_woken_on_its_idle_vp) {
   ASSERT_EQ(r, 1);
   return 0;
 }
+
+TEST_IMPL(smp_long_runner_woken_on_its_idle_vp) { return long_runner(0); }
+
+/* The same after a burst of switches on VP 1, which slows the balancing tick down. */
+TEST_IMPL(smp_long_runner_found_after_switch_burst) { return long_runner(1); }
 
 /* Stealing (src/sched/vp.c): a VP whose kernel thread stops entering the scheduler (here its
  * running thread blocks it in a raw system call, as a VP descheduled by the kernel is) while

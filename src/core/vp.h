@@ -76,6 +76,8 @@ struct ursa__vp {
   uint8_t              spread_deferred;  /* a preemption was deferred once to move the thread  */
   uint8_t              sig_asleep;   /* waits in the kernel: a tick disarms its timer (preempt.c) */
   uint8_t              timers_on;    /* bit k: the VP's signal timer of kind k exists (preempt.c) */
+  uint8_t              rot_shift;    /* the balancing tick's interval is URSA_ROTATE_US << this:
+                                        longer while the VP switches often (preempt.c, rot_pace) */
   int32_t              ic_left;      /* cp-ic: ursa_tick calls left before the next switch       */
   uint64_t             pre_sw;       /* stats.switches at the last timer tick                    */
   uint64_t             rot_sw;       /* stats.switches at the last balancing tick (URSA_ROTATE_US) */

@@ -296,10 +296,16 @@ void ursa__sigtimer_uninstall(int kind) {
   k->installed = 0;
 }
 
+/* The period of vp's timer of this kind: cp-ts's quantum; the balancing tick's URSA_ROTATE_US,
+ * lengthened while the VP switches often (rot_pace below). */
+static uint64_t sigtimer_period(const struct ursa__vp *vp, int kind) {
+  return kind == URSA__SIGTIMER_ROT ? *kinds[kind].period << vp->rot_shift : *kinds[kind].period;
+}
+
 /* The next signal of vp's timer of this kind after `first` ns, then one every period; 0: off. */
 static void sigtimer_set(struct ursa__vp *vp, int kind, uint64_t first) {
   struct itimerspec its;
-  uint64_t period = first ? *kinds[kind].period : 0;
+  uint64_t period = first ? sigtimer_period(vp, kind) : 0;
   its.it_value.tv_sec = (time_t)(first / 1000000000u);
   its.it_value.tv_nsec = (long)(first % 1000000000u);
   its.it_interval.tv_sec = (time_t)(period / 1000000000u);
@@ -308,7 +314,8 @@ static void sigtimer_set(struct ursa__vp *vp, int kind, uint64_t first) {
 }
 
 static void sigtimer_arm(struct ursa__vp *vp, int kind, bool on) {
-  sigtimer_set(vp, kind, on ? *kinds[kind].period : 0);
+  if (kind == URSA__SIGTIMER_ROT) vp->rot_shift = 0;   /* (re)armed: the whole pace again */
+  sigtimer_set(vp, kind, on ? sigtimer_period(vp, kind) : 0);
   vp->sigtimer[kind].armed = on;
 }
 
@@ -391,7 +398,7 @@ int ursa__ts_check(void) {
  *     forward, and all the ready threads when forward(i) has none; wake forward(i));
  *   - gives ready threads to idle VPs (ursa__pol_spread), under every policy.
  * Elsewhere the tick does nothing; the next one tries again.  It never switches the running
- * thread.  An idle VP disarms it (it runs the step itself).  Like any timer signal it ends some
+ * thread.  While the VP switches often the ticks come less often (rot_pace, below).  An idle VP disarms it (it runs the step itself).  Like any timer signal it ends some
  * system calls early with EINTR (SA_RESTART restarts the others; signal(7) lists those it never
  * restarts).  Off where cp-ts is refused: quietly for the default, with a message when asked for
  * in the environment, -ENOTSUP when asked for in the config. */
@@ -416,6 +423,29 @@ int ursa__rot_config(unsigned rotate_us, int given) {
   return 0;
 }
 
+/* The tick's pace.  On this machine kind (a virtual machine) each timer signal costs the thread
+ * it interrupts 20-50 us (its interrupt, the signal's delivery, the caches: measured with a
+ * compute loop and with a radix sort's scatter loop, 2-5% of the CPU at 1,000 ticks a second),
+ * and the tick does nothing a VP that switches often does not do itself: every switch runs the
+ * ring step and gives ready threads to idle VPs.  So the interval doubles (up to ROT_MAX_SHIFT
+ * doublings) while the VP switched at least ROT_BUSY times per URSA_ROTATE_US since the last tick,
+ * and goes back to URSA_ROTATE_US at the first tick that finds fewer.  A thread that runs a whole
+ * URSA_ROTATE_US without a switch (a hog, the case the tick is for) leaves at most one switch in
+ * that period, so the pace is URSA_ROTATE_US again from the tick after its start at the latest:
+ * it is marked at most 2^ROT_MAX_SHIFT periods later than at a fixed pace, and only when it
+ * started right after a burst of switches.  Changing the pace costs one timer_settime, in the
+ * handler (async-signal-safe); a steady pace costs none. */
+#define ROT_BUSY      8u
+#define ROT_MAX_SHIFT 3u
+
+static void rot_pace(struct ursa__vp *vp, uint64_t switched) {
+  unsigned shift = vp->rot_shift;
+  unsigned next = switched >= ((uint64_t)ROT_BUSY << shift) ? (shift < ROT_MAX_SHIFT ? shift + 1 : shift) : 0;
+  if (next == shift) return;
+  vp->rot_shift = (uint8_t)next;
+  sigtimer_set(vp, URSA__SIGTIMER_ROT, sigtimer_period(vp, URSA__SIGTIMER_ROT));
+}
+
 static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   struct ursa__vp *vp = ursa__tls_vp;
   uint64_t sw;
@@ -430,9 +460,10 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   saved = *vp->errno_p;
   sw = __atomic_load_n(&vp->stats.switches, __ATOMIC_RELAXED);
   if (sw == vp->rot_sw) vp->cur->hog = 1;           /* no switch for a whole period: a long runner */
-  vp->rot_sw = sw;
   ursa__pol_timer(vp);
   ursa__pol_spread(vp);
+  rot_pace(vp, sw - vp->rot_sw);
+  vp->rot_sw = sw;
   *vp->errno_p = saved;
 }
 
