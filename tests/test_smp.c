@@ -684,6 +684,10 @@ static int long_runner(int burst) {
   ursa_thread_t t, p;
   void *vp;
   int r = 0, tries;
+#if defined(URSA_TEST_HARD)
+  /* there every yield migrates the unbound runner: the burst cannot stay on VP 1 */
+  if (burst) RETURN_SKIP("the hard build moves a thread at every yield (URSA_SEED)");
+#endif
   ASSERT_OK(smp_init(2, 0, 0));
   ASSERT_OK(ursa_attr_init(&a));
   ASSERT_OK(ursa_attr_setvp(&a, 1));                /* unbound: it may move */

@@ -117,6 +117,14 @@ enum { URSA__PIN_NONE = 0, URSA__PIN_BOUND = 1, URSA__PIN_WHILE = 2 };
 static inline void ursa__set_state(struct ursa__thread *t, uint8_t s) {
   __atomic_store_n(&t->state, s, __ATOMIC_RELAXED);
 }
+/* Marks t BLOCKED in a wait of `kind` on `obj`.  What the dumps read (src/sched/report.c,
+ * wait_of) is stored before the state, whose release store their acquire load of it pairs with:
+ * a dump that sees this BLOCKED sees this wait's kind and object, never an earlier wait's. */
+static inline void ursa__set_blocked(struct ursa__thread *t, int kind, void *obj) {
+  __atomic_store_n(&t->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);
+  __atomic_store_n(&t->w.wait_obj, obj, __ATOMIC_RELAXED);
+  __atomic_store_n(&t->state, (uint8_t)URSA__BLOCKED, __ATOMIC_RELEASE);
+}
 static inline uint8_t ursa__get_state(const struct ursa__thread *t) {
   return __atomic_load_n(&t->state, __ATOMIC_RELAXED);
 }

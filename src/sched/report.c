@@ -56,27 +56,53 @@ const char *ursa__wait_name(int kind) {
   return k ? k->what : "nothing";
 }
 
-/* The wait-for graph: the thread that t waits for, when its kind says who that is (a mutex's
+/* t's current wait, as its blocking thread wrote it (ursa__set_blocked, core/thread.h: kind and
+ * object first, then the state with release, which the acquire load below pairs with): false
+ * when t is not blocked, or its wait changed while it was read.  So a dump never takes an earlier
+ * wait's object for this one (a joined thread of an earlier wait may have been released, and its
+ * stack unmapped, before the dump counted itself a reader: src/core/stack.c, "Readers"). */
+struct wait_snap { int kind; void *obj; const struct ursa__waitkind *k; };
+
+static bool wait_of(const struct ursa__thread *t, struct wait_snap *w) {
+  if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != URSA__BLOCKED) return false;
+  w->kind = __atomic_load_n(&t->wait_kind, __ATOMIC_ACQUIRE);
+  w->obj = __atomic_load_n(&t->w.wait_obj, __ATOMIC_ACQUIRE);
+  w->k = kind_of(w->kind);
+  return __atomic_load_n(&t->wait_kind, __ATOMIC_RELAXED) == w->kind &&
+         __atomic_load_n(&t->state, __ATOMIC_RELAXED) == URSA__BLOCKED;
+}
+
+/* The wait-for graph: the thread that a wait waits for, when its kind says who that is (a mutex's
  * owner, an rwlock's writer, a joined thread); NULL otherwise (semaphores, cells and barriers have
  * no owner).  Every thread has at most one such edge, so cycles are found in linear time. */
+static struct ursa__thread *holder_of(const struct wait_snap *w) {
+  if (w->k == NULL) return NULL;
+  if (w->k->flags & URSA__WK_THREAD) return w->obj;
+  return w->k->owner ? w->k->owner(w->obj) : NULL;
+}
+
 static struct ursa__thread *waits_for(const struct ursa__thread *t) {
-  const struct ursa__waitkind *k;
-  if (t->state != URSA__BLOCKED || (k = kind_of(t->wait_kind)) == NULL) return NULL;
-  if (k->flags & URSA__WK_THREAD) return t->w.wait_obj;
-  return k->owner ? k->owner(t->w.wait_obj) : NULL;
+  struct wait_snap w;
+  return wait_of(t, &w) ? holder_of(&w) : NULL;
 }
 
 /* Prints what t waits on, e.g. "ursa_mutex_lock on mutex 0x... held by thread 3 (b)". */
 static void print_wait(FILE *f, const struct ursa__thread *t) {
-  const struct ursa__thread *h = waits_for(t);
-  const struct ursa__waitkind *k = kind_of(t->wait_kind);
-  unsigned flags = k ? k->flags : URSA__WK_NOOBJ;
-  if ((flags & URSA__WK_THREAD) && h) {
-    fprintf(f, "%s %llu (%s)", ursa__wait_name(t->wait_kind), (unsigned long long)h->id, h->name);
+  struct wait_snap w;
+  const struct ursa__thread *h;
+  unsigned flags;
+  if (!wait_of(t, &w)) {
+    fprintf(f, "(its wait changed while it was read)");
     return;
   }
-  if (flags & URSA__WK_NOOBJ) fprintf(f, "%s", ursa__wait_name(t->wait_kind));
-  else fprintf(f, "%s %p", ursa__wait_name(t->wait_kind), t->w.wait_obj);
+  h = holder_of(&w);
+  flags = w.k ? w.k->flags : URSA__WK_NOOBJ;
+  if ((flags & URSA__WK_THREAD) && h) {
+    fprintf(f, "%s %llu (%s)", ursa__wait_name(w.kind), (unsigned long long)h->id, h->name);
+    return;
+  }
+  if (flags & URSA__WK_NOOBJ) fprintf(f, "%s", ursa__wait_name(w.kind));
+  else fprintf(f, "%s %p", ursa__wait_name(w.kind), w.obj);
   if (h) fprintf(f, " held by thread %llu (%s)", (unsigned long long)h->id, h->name);
 }
 

@@ -303,9 +303,7 @@ int ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *loc
     cur->timer_vp = NULL;
   }
   if (vp->mode == URSA__SMPMODE) return ursa__smp_block(vp, kind, obj, lock);
-  ursa__set_state(cur, URSA__BLOCKED);
-  __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);
-  __atomic_store_n(&cur->w.wait_obj, obj, __ATOMIC_RELAXED);
+  ursa__set_blocked(cur, kind, obj);
   cur->wait_lock = lock;
   vp->stats.blocks++;
   next = next_ready(vp);

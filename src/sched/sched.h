@@ -240,16 +240,12 @@ static inline int ursa__block_m(int mode, struct ursa__vp *vp, int kind, void *o
   if (ursa_unlikely(deadline != 0 || mode == URSA__SMPMODE || vp->ntimers != 0 || ursa__runq_empty(vp)))
     return ursa__block_slow(vp, kind, obj, lock, deadline);
   next = ursa__runq_pop(vp);
-  if (mode == URSA__FAST) {                  /* one VP: plain stores (the compiler merges them) */
-    cur->state = URSA__BLOCKED;
-    cur->wait_kind = (uint8_t)kind;
-    cur->w.wait_obj = obj;                     /* (wake_result: every waker sets it) */
+  if (mode == URSA__FAST) {                  /* one VP (the dumps' order: ursa__set_blocked) */
+    ursa__set_blocked(cur, kind, obj);         /* (wake_result: every waker sets it) */
     vp->stats.blocks++;
     URSA__SWITCH_RETURN_RAW(vp, cur, next);
   }
-  ursa__set_state(cur, URSA__BLOCKED);
-  __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);
-  __atomic_store_n(&cur->w.wait_obj, obj, __ATOMIC_RELAXED);
+  ursa__set_blocked(cur, kind, obj);
   vp->stats.blocks++;
   URSA__SWITCH_RETURN(vp, cur, next);
 }

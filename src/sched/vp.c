@@ -565,9 +565,7 @@ static inline int switch_solo(struct ursa__vp *vp, struct ursa__thread *cur, str
 }
 
 static inline void block_mark(struct ursa__vp *vp, struct ursa__thread *cur, int kind, void *obj, ursa__spin_t *lock) {
-  ursa__set_state(cur, URSA__BLOCKED);
-  __atomic_store_n(&cur->wait_kind, (uint8_t)kind, __ATOMIC_RELAXED);   /* read by ursa_dump */
-  __atomic_store_n(&cur->w.wait_obj, obj, __ATOMIC_RELAXED);
+  ursa__set_blocked(cur, kind, obj);                   /* read by ursa_dump */
   cur->wait_lock = lock;
   vp->stats.blocks++;
 }
