@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -790,6 +791,74 @@ TEST_IMPL(smp_stalled_vp_ready_threads_stolen) {
 #if !defined(URSA_TEST_HARD)
   ASSERT(s.steals >= 2);
 #endif
+  return 0;
+}
+
+/* A thread handed off to its waker's VP (runq.next) while the other VP sleeps with no deadline,
+ * and the waker then blocks that VP in a raw system call: the sleeper has no reason to look
+ * again (the hand-off stores nothing it reads), so before the balancing tick's look at a VP
+ * blocked in a call (src/model/preempt.c, in_blocking_call; src/sched/vp.c,
+ * ursa__smp_stalled_in_kernel) the woken thread waited for the call to return: 200 ms in the
+ * program of session 16's note, forever here, where the call waits for the woken thread itself
+ * (its write to a pipe).  The waker gives up after 10 s and the test then fails. */
+static ursa_sem_t rk_sem;
+static int rk_pipe[2];
+static atomic_int rk_woken_ran;
+
+static void *rk_woken(void *arg) {
+  char c = 'x';
+  (void)arg;
+  ASSERT_OK(ursa_sem_wait(&rk_sem));
+  atomic_store(&rk_woken_ran, 1);
+  ASSERT_EQ(write(rk_pipe[1], &c, 1), 1);
+  return NULL;
+}
+
+static void *rk_waker(void *arg) {
+  struct pollfd p = { 0, POLLIN, 0 };
+  uint64_t give_up = test_now_ns() + 10000 * MS;
+  (void)arg;
+  p.fd = rk_pipe[0];
+  uint64_t t0 = test_now_ns();
+  ASSERT_OK(ursa_sem_post(&rk_sem));                /* the woken thread: on this VP, next */
+  while (test_now_ns() < give_up) {                 /* ppoll: EINTR at each tick, then again */
+    struct timespec ts = { 0, 100 * MS };
+    if (syscall(SYS_ppoll, &p, 1UL, &ts, NULL, 8UL) > 0) break;
+  }
+  printf("the woken thread wrote %.2f ms after the post\n", (double)(test_now_ns() - t0) / 1e6);
+  return (void *)(intptr_t)atomic_load(&rk_woken_ran);
+}
+
+TEST_IMPL(smp_handoff_then_raw_syscall) {
+  ursa_config_t c;
+  ursa_attr_t a;
+  ursa_thread_t woken, waker;
+  void *ran;
+  int r;
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  c.model = URSA_MODEL_PCM;                          /* no time slice: the waker keeps VP 0 */
+  if ((r = ursa_init(&c)) == -ENOTSUP)
+    SKIP_IF_ABSENT(TEST_EXPECT_PREEMPT, "no balancing tick here (TSan, or malloc in the executable)");
+  ASSERT_OK(r);
+  if (!TEST_EXPECT_PREEMPT) {
+    ASSERT_OK(ursa_fini());
+    RETURN_SKIP("no balancing tick here (its signal is refused, as cp-ts is)");
+  }
+  ASSERT_EQ(pipe(rk_pipe), 0);
+  atomic_store(&rk_woken_ran, 0);
+  ASSERT_OK(ursa_sem_init(&rk_sem, 0));
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setvp(&a, 0));
+  ASSERT_OK(ursa_create(&woken, &a, rk_woken, NULL));
+  ASSERT_OK(ursa_create(&waker, &a, rk_waker, NULL));
+  ASSERT_OK(ursa_join(waker, &ran));
+  ASSERT_OK(ursa_join(woken, NULL));
+  ASSERT_OK(ursa_sem_destroy(&rk_sem));
+  ASSERT_OK(ursa_fini());
+  close(rk_pipe[0]);
+  close(rk_pipe[1]);
+  ASSERT_EQ((int)(intptr_t)ran, 1);                 /* it ran while its waker blocked VP 0 */
   return 0;
 }
 

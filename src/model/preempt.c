@@ -446,6 +446,33 @@ static void rot_pace(struct ursa__vp *vp, uint64_t switched) {
   sigtimer_set(vp, URSA__SIGTIMER_ROT, sigtimer_period(vp, URSA__SIGTIMER_ROT));
 }
 
+/* Whether the signal interrupted a system call that blocked: the kernel leaves the program
+ * counter just after the system-call instruction with -EINTR as its result, or, for a call it
+ * will restart (SA_RESTART), on the instruction itself (then it may also be a call about to be
+ * made).  Outside ursa's own code only: ursa blocks in the kernel only in a VP's idle context. */
+static bool in_blocking_call(const ucontext_t *uc) {
+  uintptr_t pc, sp;
+  const unsigned char *p;
+  pc_sp(uc, &pc, &sp);
+  if (pc - ursa_lo < ursa_hi - ursa_lo) return false;
+  if ((pc & 4095u) < 4 || (pc & 4095u) > 4092) return false;          /* read pc's page only */
+  p = (const unsigned char *)pc;
+#if defined(__x86_64__)
+  if (p[0] == 0x0f && p[1] == 0x05) return true;                       /* syscall, to restart */
+  return p[-2] == 0x0f && p[-1] == 0x05 && uc->uc_mcontext.gregs[REG_RAX] == -EINTR;
+#elif defined(__aarch64__)
+  {
+    uint32_t insn, prev;
+    memcpy(&insn, p, 4);
+    memcpy(&prev, p - 4, 4);
+    if (insn == 0xd4000001u) return true;                               /* svc #0, to restart */
+    return prev == 0xd4000001u && (int64_t)uc->uc_mcontext.regs[0] == -EINTR;
+  }
+#else
+  return false;
+#endif
+}
+
 static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   struct ursa__vp *vp = ursa__tls_vp;
   uint64_t sw;
@@ -456,7 +483,14 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
       asleep_tick(vp, URSA__SIGTIMER_ROT) || vp->cur == vp->x->idle ||
       !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
     return;
-  if (safe_point(vp->cur, ucv) != SAFE) return;     /* the next tick tries again */
+  if (safe_point(vp->cur, ucv) != SAFE) {           /* the next tick tries again */
+    if (in_blocking_call(ucv) && vp->mode == URSA__SMPMODE) {
+      saved = *vp->errno_p;
+      ursa__smp_stalled_in_kernel(vp);                /* its ready threads: to an idle VP */
+      *vp->errno_p = saved;
+    }
+    return;
+  }
   saved = *vp->errno_p;
   sw = __atomic_load_n(&vp->stats.switches, __ATOMIC_RELAXED);
   if (sw == vp->rot_sw) vp->cur->hog = 1;           /* no switch for a whole period: a long runner */

@@ -82,6 +82,9 @@ URSA_HIDDEN uint64_t ursa__smp_next_id(struct ursa__vp *vp);
 URSA_HIDDEN void ursa__smp_balance(struct ursa__vp *vp);
 /* Whether vp has threads to run besides its current one (a snapshot: lock-free reads only). */
 URSA_HIDDEN bool ursa__smp_has_work(struct ursa__vp *vp);
+/* The balancing tick's handler found vp's running thread blocked in a system call of its own:
+ * wakes an idle VP to take vp's ready threads (vp.c, "Stealing"). */
+URSA_HIDDEN void ursa__smp_stalled_in_kernel(struct ursa__vp *vp);
 /* Wakes VP v if it sleeps: call after making work visible to it. */
 URSA_HIDDEN void ursa__vp_kick(struct ursa__vp *v);
 

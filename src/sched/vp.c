@@ -957,6 +957,27 @@ bool ursa__smp_help_stalled(struct ursa__vp *self) {
   return steal_some(self, true);
 }
 
+/* The balancing tick (src/model/preempt.c, on_rotate) interrupted vp's running thread in a
+ * system call that blocks (a raw one of the program's: ursa's own block only in a VP's idle
+ * context, which the tick leaves alone), while threads are ready on vp.  An idle VP may sleep with
+ * no deadline: vp's load was 0 at its last switch, and a thread handed off to vp's runq.next since
+ * does not count in it (see others_loaded below).  So the tick stores the load and kicks an idle
+ * VP, which then finds vp stalled (no heartbeat for URSA__STALL_NS) and takes its turn.  Runs on
+ * vp's kernel thread, in the handler: lock-free reads of vp's queue lengths (no bracket), one
+ * relaxed store of the load hint, and a kick, which is what vp's own code may do at any point
+ * outside the unnoted solo sections (sem_wait_solo and sem_post_solo, src/sync/sem.c, which make
+ * no system call): if vp was solo the kick makes its noted locks real and ends it, so vp's next
+ * pick, after the call returns, is bracketed and honours the thief's turn. */
+void ursa__smp_stalled_in_kernel(struct ursa__vp *vp) {
+  struct ursa__vp *to;
+  uint32_t n;
+  if (!ursa__g.steal_ok || vp->x == NULL) return;
+  n = ursa__runq_len(vp) + vp->runq.xlen;
+  if (n == 0 || (to = ursa__smp_idle_vp(vp)) == NULL) return;
+  if (__atomic_load_n(&vp->x->load, __ATOMIC_RELAXED) < n) __atomic_store_n(&vp->x->load, n, __ATOMIC_RELAXED);
+  ursa__vp_kick(to);
+}
+
 /* Whether an idle VP should sleep with a deadline to look again (URSA__STALL_NS): threads this VP
  * passed on wait for the VP that takes them (ursa__pol_passed_on), or another VP had ready threads
  * at its last switch (x->load), or runs a thread while threads wait on I/O in its engine (whose
