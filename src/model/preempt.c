@@ -433,8 +433,10 @@ int ursa__rot_config(unsigned rotate_us, int given) {
  * URSA_ROTATE_US without a switch (a hog, the case the tick is for) leaves at most one switch in
  * that period, so the pace is URSA_ROTATE_US again from the tick after its start at the latest:
  * it is marked at most 2^ROT_MAX_SHIFT periods later than at a fixed pace, and only when it
- * started right after a burst of switches.  Changing the pace costs one timer_settime, in the
- * handler (async-signal-safe); a steady pace costs none. */
+ * started right after a burst of switches.  A tick that finds the thread blocked in a system call
+ * (in_blocking_call) paces the same way, so a VP stuck in a call gets the whole pace back.
+ * Changing the pace costs one timer_settime, in the handler (async-signal-safe); a steady pace
+ * costs none. */
 #define ROT_BUSY      8u
 #define ROT_MAX_SHIFT 3u
 
@@ -483,16 +485,18 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
       asleep_tick(vp, URSA__SIGTIMER_ROT) || vp->cur == vp->x->idle ||
       !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
     return;
+  sw = __atomic_load_n(&vp->stats.switches, __ATOMIC_RELAXED);
   if (safe_point(vp->cur, ucv) != SAFE) {           /* the next tick tries again */
     if (in_blocking_call(ucv) && vp->mode == URSA__SMPMODE) {
       saved = *vp->errno_p;
       ursa__smp_stalled_in_kernel(vp);                /* its ready threads: to an idle VP */
+      rot_pace(vp, sw - vp->rot_sw);                  /* blocked: the whole pace again */
+      vp->rot_sw = sw;
       *vp->errno_p = saved;
     }
     return;
   }
   saved = *vp->errno_p;
-  sw = __atomic_load_n(&vp->stats.switches, __ATOMIC_RELAXED);
   if (sw == vp->rot_sw) vp->cur->hog = 1;           /* no switch for a whole period: a long runner */
   ursa__pol_timer(vp);
   ursa__pol_spread(vp);
