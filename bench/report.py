@@ -1069,7 +1069,9 @@ def build_report(a, micro, models, apps, errors, plots, plots_why, t0, sm):
         L.append("")
     L.append("## Machine\n")
     mem = mach.get("mem_total_kib")
-    rows = [["CPU", f"{mach.get('cpu_model') or '?'}, {mach.get('nproc')} CPUs ({mach.get('nproc_available')} usable "
+    rows = [["CPU", f"{mach.get('cpu_model') or '?'}"
+                    + (f" ({mach['cpu_id']})" if mach.get("cpu_id") else "")
+                    + f", {mach.get('nproc')} CPUs ({mach.get('nproc_available')} usable "
                     f"by this process)" + (f", {mem / 1048576:.0f} GiB memory" if mem else "")],
             ["OS, kernel", f"{mach.get('os') or '?'}, Linux {mach.get('kernel')} ({mach.get('machine')})"],
             ["C / C++ compilers", f"{ver['cc'] or '?'} / {ver['cxx'] or '?'}"],

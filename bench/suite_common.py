@@ -93,6 +93,29 @@ def cpu_model():
     return None
 
 
+def cpu_id():
+    """The CPU's family, model, stepping and clock from /proc/cpuinfo (x86), e.g. "family 25
+    model 17 stepping 1, 2596 MHz", or None.  The model name of a virtual machine is often only
+    "AMD EPYC": two hosts of one name can differ by 1.7x in a context switch (session 17)."""
+    want, got = ("cpu family", "model", "stepping", "cpu MHz"), {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break                              # the first CPU only
+                key, _, value = line.partition(":")
+                if key.strip() in want:
+                    got[key.strip()] = value.strip()
+    except OSError:
+        return None
+    if "cpu family" not in got:
+        return None
+    s = f"family {got['cpu family']} model {got.get('model', '?')} stepping {got.get('stepping', '?')}"
+    if "cpu MHz" in got:
+        s += f", {float(got['cpu MHz']):.0f} MHz"
+    return s
+
+
 def machine_info():
     cpu = cpu_model()
     mem_kib = None
@@ -105,7 +128,7 @@ def machine_info():
         pass
     u = platform.uname()
     return {"uname": first_line(["uname", "-a"]) or " ".join(u),
-            "cpu_model": cpu or platform.processor() or None, "nproc": os.cpu_count(),
+            "cpu_model": cpu or platform.processor() or None, "cpu_id": cpu_id(), "nproc": os.cpu_count(),
             "nproc_available": ncpus(), "kernel": u.release, "machine": u.machine,
             "mem_total_kib": mem_kib, "os": os_name(), "node": u.node,
             "python": platform.python_version()}
