@@ -398,8 +398,10 @@ int ursa__ts_check(void) {
  *     forward, and all the ready threads when forward(i) has none; wake forward(i));
  *   - gives ready threads to idle VPs (ursa__pol_spread), under every policy.
  * Elsewhere the tick does nothing; the next one tries again.  It never switches the running
- * thread.  While the VP switches often the ticks come less often (rot_pace, below).  An idle VP disarms it (it runs the step itself).  Like any timer signal it ends some
- * system calls early with EINTR (SA_RESTART restarts the others; signal(7) lists those it never
+ * thread.  While the VP switches often the ticks come less often (rot_pace, below).  When it
+ * finds the thread blocked in a system call with threads ready on the VP, it wakes an idle VP to
+ * take them (in_blocking_call, below).  An idle VP disarms it (it runs the step itself).  Like
+ * any timer signal it ends some system calls early with EINTR (SA_RESTART restarts the others; signal(7) lists those it never
  * restarts).  Off where cp-ts is refused: quietly for the default, with a message when asked for
  * in the environment, -ENOTSUP when asked for in the config. */
 int ursa__rot_config(unsigned rotate_us, int given) {
@@ -424,9 +426,8 @@ int ursa__rot_config(unsigned rotate_us, int given) {
 }
 
 /* The tick's pace.  On this machine kind (a virtual machine) each timer signal costs the thread
- * it interrupts 20-50 us (its interrupt, the signal's delivery, the caches: measured with a
- * compute loop and with a radix sort's scatter loop, 2-5% of the CPU at 1,000 ticks a second),
- * and the tick does nothing a VP that switches often does not do itself: every switch runs the
+ * it interrupts about 20 us (its interrupt, the signal's delivery, the caches: 1.8-2.4% of a
+ * computing thread's time at 1,000 signals a second, bench/signal_cost), and the tick does nothing a VP that switches often does not do itself: every switch runs the
  * ring step and gives ready threads to idle VPs.  So the interval doubles (up to ROT_MAX_SHIFT
  * doublings) while the VP switched at least ROT_BUSY times per URSA_ROTATE_US since the last tick,
  * and goes back to URSA_ROTATE_US at the first tick that finds fewer.  A thread that runs a whole
