@@ -397,12 +397,12 @@ int ursa__ts_check(void) {
  *   - runs the ring step (ursa__pol_timer: take backward(i)'s Waiver Queue, pass a surplus
  *     forward, and all the ready threads when forward(i) has none; wake forward(i));
  *   - gives ready threads to idle VPs (ursa__pol_spread), under every policy.
- * Elsewhere the tick does nothing; the next one tries again.  It never switches the running
- * thread.  While the VP switches often the ticks come less often (rot_pace, below).  When it
- * finds the thread blocked in a system call with threads ready on the VP, it wakes an idle VP to
- * take them (in_blocking_call, below).  An idle VP disarms it (it runs the step itself).  Like
- * any timer signal it ends some system calls early with EINTR (SA_RESTART restarts the others; signal(7) lists those it never
- * restarts).  Off where cp-ts is refused: quietly for the default, with a message when asked for
+ * Elsewhere the tick does nothing (the next one tries again), except that when it finds the
+ * thread blocked in a system call with threads ready on the VP it wakes an idle VP to take them
+ * (in_blocking_call, below).  It never switches the running thread.  While the VP switches often
+ * the ticks come less often (rot_pace, below).  An idle VP disarms it (it runs the step itself).
+ * Like any timer signal it ends some system calls early with EINTR (SA_RESTART restarts the
+ * others; signal(7) lists those it never restarts).  Off where cp-ts is refused: quietly for the default, with a message when asked for
  * in the environment, -ENOTSUP when asked for in the config. */
 int ursa__rot_config(unsigned rotate_us, int given) {
   const char *why, *env = getenv("URSA_ROTATE_US");
