@@ -402,8 +402,9 @@ int ursa__ts_check(void) {
  * (in_blocking_call, below).  It never switches the running thread.  While the VP switches often
  * the ticks come less often (rot_pace, below).  An idle VP disarms it (it runs the step itself).
  * Like any timer signal it ends some system calls early with EINTR (SA_RESTART restarts the
- * others; signal(7) lists those it never restarts).  Off where cp-ts is refused: quietly for the default, with a message when asked for
- * in the environment, -ENOTSUP when asked for in the config. */
+ * others; signal(7) lists those it never restarts).  Off where cp-ts is refused: quietly for the
+ * default, with a message when asked for in the environment, -ENOTSUP when asked for in the
+ * config. */
 int ursa__rot_config(unsigned rotate_us, int given) {
   const char *why, *env = getenv("URSA_ROTATE_US");
   int asked = given;                                  /* asked for, not the default: say why not */
@@ -427,8 +428,9 @@ int ursa__rot_config(unsigned rotate_us, int given) {
 
 /* The tick's pace.  On this machine kind (a virtual machine) each timer signal costs the thread
  * it interrupts about 20 us (its interrupt, the signal's delivery, the caches: 1.8-2.4% of a
- * computing thread's time at 1,000 signals a second, bench/signal_cost), and the tick does nothing a VP that switches often does not do itself: every switch runs the
- * ring step and gives ready threads to idle VPs.  So the interval doubles (up to ROT_MAX_SHIFT
+ * computing thread's time at 1,000 signals a second, bench/signal_cost), and the tick does
+ * nothing a VP that switches often does not do itself: every switch runs the ring step and gives
+ * ready threads to idle VPs.  So the interval doubles (up to ROT_MAX_SHIFT
  * doublings) while the VP switched at least ROT_BUSY times per URSA_ROTATE_US since the last tick,
  * and goes back to URSA_ROTATE_US at the first tick that finds fewer.  A thread that runs a whole
  * URSA_ROTATE_US without a switch (a hog, the case the tick is for) leaves at most one switch in
@@ -443,7 +445,7 @@ int ursa__rot_config(unsigned rotate_us, int given) {
 
 static void rot_pace(struct ursa__vp *vp, uint64_t switched) {
   unsigned shift = vp->rot_shift;
-  unsigned next = switched >= ((uint64_t)ROT_BUSY << shift) ? (shift < ROT_MAX_SHIFT ? shift + 1 : shift) : 0;
+  unsigned next = switched < ((uint64_t)ROT_BUSY << shift) ? 0 : shift < ROT_MAX_SHIFT ? shift + 1 : shift;
   if (next == shift) return;
   vp->rot_shift = (uint8_t)next;
   sigtimer_set(vp, URSA__SIGTIMER_ROT, sigtimer_period(vp, URSA__SIGTIMER_ROT));
