@@ -814,22 +814,25 @@ static void *rk_woken(void *arg) {
   return NULL;
 }
 
+/* arg NULL: ppoll, which a tick ends with EINTR; else read, which the kernel restarts after it
+ * (with no deadline: when the woken thread never runs, the test fails by its timeout). */
 static void *rk_waker(void *arg) {
   struct pollfd p = { 0, POLLIN, 0 };
-  uint64_t give_up = test_now_ns() + 10000 * MS;
-  (void)arg;
+  uint64_t give_up = test_now_ns() + 10000 * MS, t0;
+  char c;
   p.fd = rk_pipe[0];
-  uint64_t t0 = test_now_ns();
+  t0 = test_now_ns();
   ASSERT_OK(ursa_sem_post(&rk_sem));                /* the woken thread: on this VP, next */
-  while (test_now_ns() < give_up) {                 /* ppoll: EINTR at each tick, then again */
+  while (arg == NULL && test_now_ns() < give_up) {  /* ppoll: EINTR at each tick, then again */
     struct timespec ts = { 0, 100 * MS };
     if (syscall(SYS_ppoll, &p, 1UL, &ts, NULL, 8UL) > 0) break;
   }
+  if (arg != NULL) ASSERT_EQ(syscall(SYS_read, rk_pipe[0], &c, 1UL), 1);
   printf("the woken thread wrote %.2f ms after the post\n", (double)(test_now_ns() - t0) / 1e6);
   return (void *)(intptr_t)atomic_load(&rk_woken_ran);
 }
 
-TEST_IMPL(smp_handoff_then_raw_syscall) {
+static int handoff_then_raw(int restarted) {
   ursa_config_t c;
   ursa_attr_t a;
   ursa_thread_t woken, waker;
@@ -851,7 +854,7 @@ TEST_IMPL(smp_handoff_then_raw_syscall) {
   ASSERT_OK(ursa_attr_init(&a));
   ASSERT_OK(ursa_attr_setvp(&a, 0));
   ASSERT_OK(ursa_create(&woken, &a, rk_woken, NULL));
-  ASSERT_OK(ursa_create(&waker, &a, rk_waker, NULL));
+  ASSERT_OK(ursa_create(&waker, &a, rk_waker, restarted ? &rk_sem : NULL));
   ASSERT_OK(ursa_join(waker, &ran));
   ASSERT_OK(ursa_join(woken, NULL));
   ASSERT_OK(ursa_sem_destroy(&rk_sem));
@@ -861,6 +864,9 @@ TEST_IMPL(smp_handoff_then_raw_syscall) {
   ASSERT_EQ((int)(intptr_t)ran, 1);                 /* it ran while its waker blocked VP 0 */
   return 0;
 }
+
+TEST_IMPL(smp_handoff_then_raw_syscall) { return handoff_then_raw(0); }
+TEST_IMPL(smp_handoff_then_raw_read) { return handoff_then_raw(1); }
 
 /* The rotator passes a VP's surplus to its Waiver Queue, which only the next VP drains: when that
  * VP stalls, the threads passed to it are taken back by an idle VP (the turn makes it the queue's

@@ -451,10 +451,24 @@ static void rot_pace(struct ursa__vp *vp, uint64_t switched) {
   sigtimer_set(vp, URSA__SIGTIMER_ROT, sigtimer_period(vp, URSA__SIGTIMER_ROT));
 }
 
+/* The calls the kernel restarts after a handler (SA_RESTART) that wait for another thread or
+ * process: a tick that finds one of them about to be made again counts as finding it blocked.
+ * Not write, futex or the signal calls, which ursa's own kick and the POSIX layer make (a tick
+ * may come just before one of them, and they do not wait for long). */
+static bool restarted_wait(long nr) {
+  switch (nr) {
+  case SYS_read: case SYS_readv: case SYS_pread64: case SYS_recvfrom: case SYS_recvmsg:
+  case SYS_accept: case SYS_accept4: case SYS_wait4: case SYS_waitid: case SYS_flock:
+    return true;
+  default:
+    return false;
+  }
+}
+
 /* Whether the signal interrupted a system call that blocked: the kernel leaves the program
  * counter just after the system-call instruction with -EINTR as its result, or, for a call it
- * will restart (SA_RESTART), on the instruction itself (then it may also be a call about to be
- * made).  Outside ursa's own code only: ursa blocks in the kernel only in a VP's idle context. */
+ * will restart (SA_RESTART), on the instruction itself with the call's number (restarted_wait).
+ * Outside ursa's own code only: ursa blocks in the kernel only in a VP's idle context. */
 static bool in_blocking_call(const ucontext_t *uc) {
   uintptr_t pc, sp;
   const unsigned char *p;
@@ -463,14 +477,14 @@ static bool in_blocking_call(const ucontext_t *uc) {
   if ((pc & 4095u) < 4 || (pc & 4095u) > 4092) return false;          /* read pc's page only */
   p = (const unsigned char *)pc;
 #if defined(__x86_64__)
-  if (p[0] == 0x0f && p[1] == 0x05) return true;                       /* syscall, to restart */
+  if (p[0] == 0x0f && p[1] == 0x05) return restarted_wait((long)uc->uc_mcontext.gregs[REG_RAX]);
   return p[-2] == 0x0f && p[-1] == 0x05 && uc->uc_mcontext.gregs[REG_RAX] == -EINTR;
 #elif defined(__aarch64__)
   {
     uint32_t insn, prev;
     memcpy(&insn, p, 4);
     memcpy(&prev, p - 4, 4);
-    if (insn == 0xd4000001u) return true;                               /* svc #0, to restart */
+    if (insn == 0xd4000001u) return restarted_wait((long)uc->uc_mcontext.regs[8]);   /* svc #0 */
     return prev == 0xd4000001u && (int64_t)uc->uc_mcontext.regs[0] == -EINTR;
   }
 #else
