@@ -443,8 +443,10 @@ int ursa__rot_config(unsigned rotate_us, int given) {
 #define ROT_BUSY      8u
 #define ROT_MAX_SHIFT 3u
 
-static void rot_pace(struct ursa__vp *vp, uint64_t switched) {
+static void rot_pace(struct ursa__vp *vp, uint64_t sw) {    /* sw: stats.switches now */
+  uint64_t switched = sw - vp->rot_sw;
   unsigned shift = vp->rot_shift;
+  vp->rot_sw = sw;
   unsigned next = switched < ((uint64_t)ROT_BUSY << shift) ? 0 : shift < ROT_MAX_SHIFT ? shift + 1 : shift;
   if (next == shift) return;
   vp->rot_shift = (uint8_t)next;
@@ -507,8 +509,7 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
     if (in_blocking_call(ucv) && vp->mode == URSA__SMPMODE) {
       saved = *vp->errno_p;
       ursa__smp_stalled_in_kernel(vp);                /* its ready threads: to an idle VP */
-      rot_pace(vp, sw - vp->rot_sw);                  /* blocked: the whole pace again */
-      vp->rot_sw = sw;
+      rot_pace(vp, sw);                               /* blocked: the whole pace again */
       *vp->errno_p = saved;
     }
     return;
@@ -517,8 +518,7 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   if (sw == vp->rot_sw) vp->cur->hog = 1;           /* no switch for a whole period: a long runner */
   ursa__pol_timer(vp);
   ursa__pol_spread(vp);
-  rot_pace(vp, sw - vp->rot_sw);
-  vp->rot_sw = sw;
+  rot_pace(vp, sw);
   *vp->errno_p = saved;
 }
 
