@@ -32,11 +32,19 @@
  * VP 0 run and finish there, so the measured creations take touched stacks from VP 0's pool (no
  * mmap, no page fault).
  *
- * Usage: smp_distribution <rotator|lb2|global|steal> [N VPs = CPUs] [k = 12] [W = 2000 ns]
+ * With "gaps" as a fifth argument each thread also reads the clock when it starts and when its
+ * work ends, and a line "GAPS vp=i n=... median_ns=... mean_ns=..." per VP gives the gap between
+ * the end of one thread's work and the start of the next thread on that VP: what a VP spends per
+ * thread besides the work (the program's counter and gate wait, the switch, the scheduler's
+ * step, the next thread's start; and the two clock reads).  Gaps over 1 ms (the VP slept, or was
+ * descheduled) are left out.  A per-thread figure from ~2^k samples per run, much steadier than
+ * the distribution time on a noisy machine; the clock reads make the run itself ~2% slower.
+ *
+ * Usage: smp_distribution <rotator|lb2|global|steal> [N VPs = CPUs] [k = 12] [W = 2000 ns] [gaps]
  */
 #include "smp_common.h"
 
-#define USAGE "smp_distribution <rotator|lb2|global|steal> [VPs = CPUs] [k = 12, 1..20] [work ns = 2000]"
+#define USAGE "smp_distribution <rotator|lb2|global|steal> [VPs = CPUs] [k = 12, 1..20] [work ns = 2000] [gaps]"
 
 struct counter { _Alignas(64) unsigned n; };
 
@@ -50,6 +58,8 @@ static ursa_sem_t gate, all_done;
 
 static uint64_t work_iters;
 static uint64_t *work_out;               /* per thread: the result of its work */
+static uint64_t *t_begin, *t_end;        /* "gaps": per thread, when it started and ended its work */
+static unsigned char *ran_on;            /* "gaps": per thread, the VP it started on */
 
 static uint64_t work(uint64_t iters, uint64_t seed) {
   uint64_t x = seed, j;
@@ -66,10 +76,15 @@ static void *member(void *arg) {
   unsigned c;
   if (vp < 0 || (unsigned)vp >= nvps) bench_die("ursa_vp_self out of range", 0);
   ran[me]++;
+  if (t_begin) {
+    t_begin[me] = bench_now_ns();
+    ran_on[me] = (unsigned char)vp;
+  }
   c = __atomic_add_fetch(&started[vp].n, 1, __ATOMIC_ACQ_REL);
   if (c == share && __atomic_add_fetch(&vps_at_share, 1, __ATOMIC_ACQ_REL) == nvps)
     t_share = bench_now_ns();
   work_out[me] = work(work_iters, me);
+  if (t_begin) t_end[me] = bench_now_ns();
   if (__atomic_add_fetch(&finished_all, 1, __ATOMIC_ACQ_REL) == nthreads) {
     t_all = bench_now_ns();
     BENCH_CHECK(ursa_sem_post(&all_done));
@@ -80,14 +95,47 @@ static void *member(void *arg) {
 
 static void *nothing(void *arg) { return arg; }
 
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* "gaps": per VP, the threads that started there in order of start; the gap from one's end of
+ * work to the next one's start. */
+static void print_gaps(void) {
+  uint64_t *key = calloc(nthreads, sizeof *key), *gap = calloc(nthreads, sizeof *gap);
+  unsigned v, i;
+  if (key == NULL || gap == NULL) bench_die("out of memory", ENOMEM);
+  for (v = 0; v < nvps; v++) {
+    unsigned n = 0, m = 0;
+    double sum = 0;
+    for (i = 0; i < nthreads; i++)            /* start time in the high bits, thread in the low 20 */
+      if (ran_on[i] == v) key[n++] = (t_begin[i] - t_begin[0] + (1ull << 40)) << 20 | i;
+    qsort(key, n, sizeof *key, cmp_u64);
+    for (i = 0; i + 1 < n; i++) {
+      unsigned a = (unsigned)(key[i] & 0xfffff), b = (unsigned)(key[i + 1] & 0xfffff);
+      if (t_begin[b] >= t_end[a] && t_begin[b] - t_end[a] < 1000000) {
+        gap[m] = t_begin[b] - t_end[a];
+        sum += (double)gap[m++];
+      }
+    }
+    qsort(gap, m, sizeof *gap, cmp_u64);
+    printf("GAPS vp=%u n=%u median_ns=%llu mean_ns=%.0f\n", v, m, m ? (unsigned long long)gap[m / 2] : 0ull,
+           m ? sum / m : 0.0);
+  }
+  free(key);
+  free(gap);
+}
+
 int main(int argc, char **argv) {
   ursa_thread_t *th;
   ursa_attr_t attr;
   uint64_t t0, t_created;
   unsigned i, k = 12, sum = 0, fair;
   uint64_t work_ns = 2000;
-  int policy;
+  int policy, gaps = 0;
   char per_vp[SMP_MAX_VPS * 12] = "", impl[64];
+  if (argc == 6 && strcmp(argv[5], "gaps") == 0) argc = 5, gaps = 1;
   if (argc < 2 || argc > 5 || (policy = smp_policy(argv[1])) == 0) {
     fprintf(stderr, "usage: %s\n", USAGE);
     return 2;
@@ -107,6 +155,12 @@ int main(int argc, char **argv) {
   ran = calloc(nthreads, 1);
   work_out = calloc(nthreads, sizeof *work_out);
   if (th == NULL || ran == NULL || work_out == NULL) bench_die("out of memory", ENOMEM);
+  if (gaps) {
+    t_begin = calloc(nthreads, sizeof *t_begin);
+    t_end = calloc(nthreads, sizeof *t_end);
+    ran_on = calloc(nthreads, 1);
+    if (t_begin == NULL || t_end == NULL || ran_on == NULL) bench_die("out of memory", ENOMEM);
+  }
   {                                      /* calibrate: iterations of work() per work_ns */
     /* The fastest of 6 probes: the first runs 2-5% slower than the others (the CPU is not yet at
      * speed), and a calibration from it alone gave threads 1.85-1.99 us of work instead of 2 us,
@@ -170,6 +224,7 @@ int main(int argc, char **argv) {
          (unsigned long long)work_ns, (double)share * (double)work_ns / 1e6);
   printf("RESULT bench=smp-fork-all impl=%s value=%.4f unit=ms n=%u per_vp=%s\n",
          impl, (double)(t_all - t0) / 1e6, nthreads, per_vp);
+  if (gaps) print_gaps();
   fflush(stdout);
   BENCH_CHECK(ursa_fini());
   free(th);

@@ -233,12 +233,12 @@ static inline void load_before_intake(struct ursa__smp *x, uint32_t upto) {
 }
 
 /* Rotator: the ring step at every switch. */
-static void rotate(struct ursa__vp *vp) {
+static void rotate(struct ursa__vp *vp, uint32_t len) {
   struct ursa__smp *x = vp->x;
   struct ursa__wq *in = &x->bwd->x->wq;
   struct ursa__thread *t;
   bool passed = false;
-  uint32_t len = ursa__pq_len(vp), cap = ursa__g.pq_cap;      /* intake: up to the capacity */
+  uint32_t cap = ursa__g.pq_cap;                                /* intake: up to the capacity */
   uint32_t fwd = fwd_threads(x);
   if (!ursa__wq_empty(in)) {
     uint32_t n = ursa__wq_len(in);        /* a snapshot: two VPs passing threads round the ring */
@@ -252,7 +252,7 @@ static void rotate(struct ursa__vp *vp) {
       else { passed = true; fwd++; }
     }
     ursa__pq_exit(vp);
-    __atomic_store_n(&x->load, len, __ATOMIC_RELAXED);   /* exact again (rotate runs outside a switch too) */
+    ursa__load_hint(x, len);             /* (it may have grown above; rotate runs outside a switch too) */
   }
   /* Over capacity (threads created or woken here): pass on half the difference to forward(i). */
   if (len > ursa__pol_keep(vp) && fwd + 1 < len && pass_on(vp, len, (len - fwd) / 2)) passed = true;
@@ -283,7 +283,8 @@ void ursa__pol_timer(struct ursa__vp *vp) {
   struct ursa__smp *x = vp->x;
   struct ursa__thread *t;
   bool passed = false;
-  if (ursa__pol_switch_needed(vp, ursa__pq_len(vp))) ursa__pol_switch(vp);
+  uint32_t len = ursa__pq_len(vp);
+  if (ursa__pol_switch_needed(vp, len)) ursa__pol_switch(vp, len);
   if (ursa__g.policy != URSA__POL_ROTATOR || fwd_threads(x) != 0) return;
   while ((t = pq_take_surplus(vp)) != NULL) {
     if (!ursa__wq_push(&x->wq, t)) { ursa__pq_push(vp, t); break; }   /* full: keep it */
@@ -294,26 +295,23 @@ void ursa__pol_timer(struct ursa__vp *vp) {
 
 /* The step at ursa_create (vp.c, ursa__smp_balance): as at a switch, except that the rotator
  * passes its surplus on only to a hungry forward(i), half the difference in one batch. */
-void ursa__pol_create_step(struct ursa__vp *vp) {
+void ursa__pol_create_step(struct ursa__vp *vp, uint32_t len) {
   struct ursa__smp *x = vp->x;
-  uint32_t len;
   if (ursa__g.policy != URSA__POL_ROTATOR || !ursa__wq_empty(&x->bwd->x->wq)) {
-    ursa__pol_switch(vp);                              /* (the ring's intake first) */
+    ursa__pol_switch(vp, len);                         /* (the ring's intake first) */
     return;
   }
-  len = ursa__pq_len(vp);
   if (len > ursa__pol_keep(vp) && fwd_queued(x) == 0 && pass_on(vp, len, (len - fwd_threads(x)) / 2))
     ursa__vp_kick(x->fwd);
 }
 
-void ursa__pol_switch(struct ursa__vp *vp) {
+void ursa__pol_switch(struct ursa__vp *vp, uint32_t len) {
   switch (ursa__g.policy) {
   case URSA__POL_ROTATOR:
-    rotate(vp);
+    rotate(vp, len);
     return;
   case URSA__POL_LB2:
   case URSA__POL_STEAL: {                              /* over capacity: make it stealable */
-    uint32_t len = ursa__pq_len(vp);
     if (len > ursa__pol_keep(vp) && pass_on(vp, len, UINT32_MAX)) kick_one(vp);
     return;
   }

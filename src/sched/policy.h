@@ -18,8 +18,9 @@ URSA_HIDDEN bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, ui
 URSA_HIDDEN void ursa__pol_timer(struct ursa__vp *vp);
 /* Gives vp's unpinned ready threads to idle VPs, one each (vp.c, "Spread"); how many it gave. */
 URSA_HIDDEN unsigned ursa__pol_spread(struct ursa__vp *vp);
-/* At every switch of vp (rotator: drain VP_backward's Waiver Queue). */
-URSA_HIDDEN void ursa__pol_switch(struct ursa__vp *vp);
+/* At every switch of vp (rotator: drain VP_backward's Waiver Queue).  len: vp's Protect Queue
+ * length (ursa__pq_len), which the caller has just read. */
+URSA_HIDDEN void ursa__pol_switch(struct ursa__vp *vp, uint32_t len);
 /* vp's Protect Queue is empty: a thread from the shared structures, or NULL. */
 URSA_HIDDEN struct ursa__thread *ursa__pol_fetch(struct ursa__vp *vp);
 /* Whether threads vp passed on wait in a shared structure that another VP drains into its own
@@ -46,8 +47,9 @@ static inline bool ursa__pol_switch_needed(const struct ursa__vp *vp, uint32_t l
   }
 }
 
-/* The policy's step at ursa_create (policy.c): ursa__pol_switch, but batches (rotator). */
-URSA_HIDDEN void ursa__pol_create_step(struct ursa__vp *vp);
+/* The policy's step at ursa_create (policy.c): ursa__pol_switch, but batches (rotator).  len:
+ * vp's Protect Queue length (ursa__pq_len), which the caller has just read. */
+URSA_HIDDEN void ursa__pol_create_step(struct ursa__vp *vp, uint32_t len);
 
 /* The Protect Queue (vp.c) */
 URSA_HIDDEN void ursa__pq_push(struct ursa__vp *vp, struct ursa__thread *t);

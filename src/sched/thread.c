@@ -325,8 +325,7 @@ static URSA_NOINLINE int create_smp(struct ursa__vp *vp, struct ursa__thread *t,
   t->home = where;
   t->hog = 0;                                        /* not the last owner's of the descriptor */
   __atomic_add_fetch(&ursa__g.live, 1, __ATOMIC_RELAXED);
-  ursa__smp_ready(vp, t, where);
-  ursa__smp_balance(vp);
+  ursa__smp_start(vp, t, where);
   return 0;
 }
 
