@@ -417,7 +417,7 @@ static URSA_NOINLINE void ready_slow(struct ursa__vp *self, struct ursa__thread 
   struct ursa__vp *home;
   if (ursa_unlikely(t->hog) && where == self && hog_back(self, t)) return;
   if (ursa_likely(t->region == NULL && !t->pinned && where == self)) {   /* unpinned, here */
-    uint32_t len = pq_len(self);
+    uint32_t len = ursa__g.policy != URSA__POL_GLOBAL ? pq_len(self) : 0;   /* (global's offer takes all) */
     if (ursa__g.policy != URSA__POL_GLOBAL && len < ursa__pol_keep(self)) {
       pq_push(self, t);
       return;
