@@ -116,13 +116,34 @@ struct spsc {
   unsigned id;
   uint64_t n;
   uint64_t full, empty;                    /* failed pushes (producer), empty pops (consumer) */
+  unsigned batch;                          /* 0: ursa__wq_push; else batches of 1..batch items */
   atomic_int done;
 };
 
 static void *spsc_producer(void *arg) {
   struct spsc *s = arg;
   unsigned spins = 0;
-  uint64_t seq;
+  uint64_t seq, rng = 0x9e3779b97f4a7c15u ^ s->id;
+  if (s->batch != 0) {                     /* room, stage, publish: runs of 1..batch items */
+    for (seq = 0; seq < s->n;) {
+      uint32_t want, room, i;
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+      want = 1 + (uint32_t)(rng % s->batch);
+      if (want > s->n - seq) want = (uint32_t)(s->n - seq);
+      room = ursa__wq_room(&s->q, want);
+      ASSERT_LE(room, s->cap);
+      if (room == 0) {
+        s->full++;
+        backoff(&spins);
+        continue;
+      }
+      if (want > room) want = room;
+      for (i = 0; i < want; i++) ursa__wq_stage(&s->q, i, enc(s->id, seq + i));
+      ursa__wq_publish(&s->q, want);
+      seq += want;
+    }
+    return NULL;
+  }
   for (seq = 0; seq < s->n; seq++)
     while (!ursa__wq_push(&s->q, enc(s->id, seq))) {
       s->full++;
@@ -152,7 +173,7 @@ static void *spsc_consumer(void *arg) {
   return NULL;
 }
 
-TEST_IMPL(queues_wq_spsc_stress) {
+static int spsc_stress(unsigned batch) {
   static const uint32_t caps[] = { 2, 64, 1024 };
   static const uint64_t items[] = { 4000, 60000, 75000 };     /* capacity 2 ping-pongs: slow.  Sized for
      a machine that other programs keep busy: beside two CPU hogs every sched_yield of its three
@@ -170,6 +191,7 @@ TEST_IMPL(queues_wq_spsc_stress) {
     s.id = 10 + c;
     s.n = scaled(items[c], 10000);
     s.full = s.empty = 0;
+    s.batch = batch ? (batch < caps[c] ? batch : caps[c]) : 0;
     atomic_store(&s.done, 0);
     START(spsc_consumer, &s, cons);
     START(spsc_producer, &s, prod);
@@ -189,6 +211,59 @@ TEST_IMPL(queues_wq_spsc_stress) {
     ursa__wq_destroy(&s.q);
   }
   printf("%.0f ms\n", (double)(test_now_ns() - t0) / 1e6);
+  return 0;
+}
+
+TEST_IMPL(queues_wq_spsc_stress) { return spsc_stress(0); }
+
+/* The same with a producer that publishes runs of up to 48 items at once (the rotator's pass_on). */
+TEST_IMPL(queues_wq_batch_stress) { return spsc_stress(48); }
+
+/* The batch, one thread: staged items are invisible until published, then come out in order;
+ * the room is exact (the cached head is refreshed when it shows too little), also across the
+ * wrap of the positions. */
+TEST_IMPL(queues_wq_batch_basic) {
+  struct ursa__wq q;
+  uint32_t i, round;
+  ASSERT_EQ(ursa__wq_init(&q, 8), 0);
+  ASSERT_EQ(ursa__wq_room(&q, 8), 8);
+  for (i = 0; i < 3; i++) ursa__wq_stage(&q, i, enc(1, i));
+  ASSERT(ursa__wq_empty(&q));                     /* staged: not visible */
+  ASSERT(ursa__wq_pop(&q) == NULL);
+  ursa__wq_publish(&q, 3);
+  ASSERT_EQ(ursa__wq_len(&q), 3);
+  ASSERT_EQ(ursa__wq_room(&q, 1), 5);
+  ASSERT_PTR_EQ(ursa__wq_pop(&q), enc(1, 0));
+  ASSERT_EQ(ursa__wq_room(&q, 1), 5);             /* the cached head still says 5: enough */
+  ASSERT_EQ(ursa__wq_room(&q, 6), 6);             /* asked for more: the head is loaded again */
+  for (i = 0; i < 6; i++) ursa__wq_stage(&q, i, enc(2, i));
+  ursa__wq_publish(&q, 6);
+  ASSERT_EQ(ursa__wq_len(&q), 8);
+  ASSERT_EQ(ursa__wq_room(&q, 1), 0);             /* full */
+  ASSERT(!ursa__wq_push(&q, enc(3, 0)));
+  ASSERT_PTR_EQ(ursa__wq_pop(&q), enc(1, 1));
+  ASSERT_PTR_EQ(ursa__wq_pop(&q), enc(1, 2));
+  for (i = 0; i < 6; i++) ASSERT_PTR_EQ(ursa__wq_pop(&q), enc(2, i));
+  ASSERT(ursa__wq_pop(&q) == NULL);
+  ursa__wq_publish(&q, 0);                        /* nothing staged: nothing appears */
+  ASSERT(ursa__wq_empty(&q));
+  ursa__wq_destroy(&q);
+
+  /* across the wrap of the uint32 positions: batches of 5 into a ring of 8, mixed with pushes */
+  ASSERT_EQ(ursa__wq_init(&q, 8), 0);
+  atomic_store(&q.head, UINT32_MAX - 20);
+  atomic_store(&q.tail, UINT32_MAX - 20);
+  q.head_cache = q.tail_cache = UINT32_MAX - 20;
+  for (round = 0; round < 10; round++) {
+    ASSERT_EQ(ursa__wq_room(&q, 5), 8);
+    for (i = 0; i < 5; i++) ursa__wq_stage(&q, i, enc(4, round * 8 + i));
+    ursa__wq_publish(&q, 5);
+    ASSERT(ursa__wq_push(&q, enc(4, round * 8 + 5)));
+    ASSERT_EQ(ursa__wq_len(&q), 6);
+    for (i = 0; i < 6; i++) ASSERT_PTR_EQ(ursa__wq_pop(&q), enc(4, round * 8 + i));
+    ASSERT(ursa__wq_empty(&q));
+  }
+  ursa__wq_destroy(&q);
   return 0;
 }
 

@@ -192,35 +192,46 @@ static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
 }
 
 /* Gives vp's ready threads beyond keep() to its own shared structure, at most `most` of them;
- * true if any moved. */
+ * true if any moved.  Into a Waiver Queue they go as one batch: one Protect Queue bracket and one
+ * release store of the queue's tail, however many pass (its consumer, often polling that tail
+ * while idle, then loses the line once rather than once per thread).  Measured against one
+ * bracket and one push per thread (`smp_distribution rotator 2 12 2000`, 30 interleaved runs,
+ * medians): 4.173 -> 4.092 ms, faster in 20 of the 30 pairs; the radix sort at 2 VPs, 2^8,
+ * 21.76 -> 21.27 ms (12 interleaved rounds; 2^4 unchanged, 25.5). */
 static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
   struct ursa__smp *x = vp->x;
-  uint32_t k = ursa__pol_keep(vp);
-  bool passed = false;
-  while (len > k && most-- > 0) {
-    bool from_list = vp->runq.xhead != NULL;
-    struct ursa__thread *t = pq_take_surplus(vp);
-    bool ok;
-    if (t == NULL) break;
-    ok = ursa__g.policy == URSA__POL_STEAL ? ursa__deque_push(&x->dq, t) : ursa__wq_push(&x->wq, t);
-    if (!ok) {                                         /* full: put it back */
-      ursa__pq_enter(vp);
-      if (from_list) {                                 /* where it was */
-        t->in_extra = 1;
-        t->w.next = vp->runq.xhead;
-        vp->runq.xhead = t;
-        if (vp->runq.xtail == NULL) vp->runq.xtail = t;
-        vp->runq.xlen++;
-      } else {                                         /* newest (it left a slot free) */
-        ursa__runq_push(vp, t);
+  struct ursa__thread *t;
+  uint32_t k = ursa__pol_keep(vp), n = 0, room;
+  if (len <= k || most == 0) return false;
+  if (most > len - k) most = len - k;
+  if (ursa__g.policy == URSA__POL_STEAL) {            /* the deque: one push each */
+    while (n < most) {
+      bool from_list = vp->runq.xhead != NULL;
+      if ((t = pq_take_surplus(vp)) == NULL) break;
+      if (!ursa__deque_push(&x->dq, t)) {              /* full: put it back */
+        ursa__pq_enter(vp);
+        if (from_list) {                               /* where it was */
+          t->in_extra = 1;
+          t->w.next = vp->runq.xhead;
+          vp->runq.xhead = t;
+          if (vp->runq.xtail == NULL) vp->runq.xtail = t;
+          vp->runq.xlen++;
+        } else {                                       /* newest (it left a slot free) */
+          ursa__runq_push(vp, t);
+        }
+        ursa__pq_exit(vp);
+        break;
       }
-      ursa__pq_exit(vp);
-      break;
+      n++;
     }
-    len--;
-    passed = true;
+    return n != 0;
   }
-  return passed;
+  if ((room = ursa__wq_room(&x->wq, most)) < most) most = room;
+  ursa__pq_enter(vp);                                  /* (vp.c, "Stealing") */
+  while (n < most && (t = pq_take_surplus_in(vp)) != NULL) ursa__wq_stage(&x->wq, n++, t);
+  ursa__pq_exit(vp);
+  if (n != 0) ursa__wq_publish(&x->wq, n);
+  return n != 0;
 }
 
 /* Counts threads in x's load before they leave a shared structure for x's Protect Queue (the

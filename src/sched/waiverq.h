@@ -23,7 +23,8 @@
  *     fuller (producer) or emptier (consumer) than it is, never the reverse.
  *
  * Who may call what
- *   ursa__wq_push: the producer only (one thread at a time).  ursa__wq_pop: the consumer only.
+ *   ursa__wq_push, and the batch (ursa__wq_room, _stage, _publish): the producer only (one
+ *   thread at a time).  ursa__wq_pop: the consumer only.
  *   ursa__wq_len, ursa__wq_empty: any thread; a snapshot that may be stale when it returns.
  *   ursa__wq_init, ursa__wq_destroy: with no push or pop running.
  *   The struct should be 64-byte aligned (automatic and static storage are; memory from malloc
@@ -94,6 +95,40 @@ static inline bool ursa__wq_push(struct ursa__wq *q, void *p) {
   /* release: publishes buf[t] to the consumer's acquire load of tail in pop (and len) */
   atomic_store_explicit(&q->tail, t + 1, memory_order_release);
   return true;
+}
+
+/* A batch: the producer stages items into free slots past the tail, which the consumer cannot
+ * see, and publishes them with one release store of tail (ursa__wq_publish), so a batch of n
+ * costs the consumer's cache line one transfer instead of n (the rotator passes runs of threads:
+ * src/sched/policy.c, pass_on).  ursa__wq_room, ursa__wq_stage and ursa__wq_publish: executed
+ * only by the producer, in that order, with no push in between.
+ *
+ * The free slots, at least `want` of them if the queue has that many: the cached head is loaded
+ * afresh only when it shows fewer. */
+static inline uint32_t ursa__wq_room(struct ursa__wq *q, uint32_t want) {
+  /* relaxed: tail is stored by this thread only */
+  uint32_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+  uint32_t room = q->mask + 1 - (t - q->head_cache);
+  if (room < want) {
+    /* acquire: as in push, pairs with pop's release store of head (the slots are free to reuse) */
+    q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
+    room = q->mask + 1 - (t - q->head_cache);
+  }
+  return room;
+}
+
+/* Writes p into the slot i places past the tail (i < the room ursa__wq_room returned); not
+ * visible to the consumer until ursa__wq_publish. */
+static inline void ursa__wq_stage(struct ursa__wq *q, uint32_t i, void *p) {
+  uint32_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);   /* (this thread's) */
+  q->buf[(t + i) & q->mask] = p;
+}
+
+/* Makes the n items staged visible, in stage order. */
+static inline void ursa__wq_publish(struct ursa__wq *q, uint32_t n) {
+  uint32_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+  /* release: publishes buf[t .. t+n-1] to the consumer's acquire load of tail in pop (and len) */
+  atomic_store_explicit(&q->tail, t + n, memory_order_release);
 }
 
 /* Removes and returns the oldest item, or NULL when the queue is empty.  Executed only by the
