@@ -922,7 +922,7 @@ def main():
         go_ok = (os.access(os.path.join(build_bench, "go_peers"), os.X_OK) and
                  config.get("go_found") is not False)
         smp_jobs, smp_settings = smp_suite.plan(mode, args.runs, go=go_ok)
-        smp_plan = [(job, None, job.est + 0.01, args.runs + 1) for job in smp_jobs]
+        smp_plan = [(job, None, job.est + 0.01, max(args.runs, job.min_runs) + 1) for job in smp_jobs]
         if smp_settings["vps"] < 2:
             print(f"run.py: warning: this process may use {smp_settings['vps']} CPU: the SMP section "
                   f"runs every figure on 1 VP and its checks mean nothing", file=sys.stderr)

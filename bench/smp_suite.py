@@ -16,6 +16,7 @@ Sizes.  N = the CPUs this process may use (ursa's default VP count).
     quick    2^1, 2^8         --runs (3)   1M / 1M                          100
     default  2^1 2^4 2^8 2^10 --runs (5)   5M / 2M                          200
     full     2^1 .. 2^10      --runs       10M / 5M                         200
+The distribution experiment and the ring run at least DIST_RUNS and RING_RUNS times (below).
 "default" is `make bench`; "full" is `make bench FULL=1` (run.py --full, or FULL set in the
 environment); "quick" is run.py --quick (the same words as every suite and scripts/bench.sh).
 """
@@ -29,6 +30,13 @@ from suite_common import ncpus   # run.py calls smp_suite.ncpus() too
 POLICIES = ("rotator", "lb2", "global", "steal")
 DIST_K = 12                 # smp_distribution forks 2^12 threads
 DIST_WORK_NS = 2000         # ... each computing ~2 us after it starts, then blocking
+# Timed runs at least of the two shortest programs, whose medians issue #20 checks against a bound
+# (the distribution / ideal <= 1.15, the ring at N VPs / 1 VP <= 1.3): a distribution run takes
+# ~5 ms and a ring run ~0.2 s, and with 5 runs their medians moved by more than the margin between
+# two runs of make bench minutes apart on this machine (session 18: 1.319 then 1.296 for the ring).
+# 21 and 15 runs cost ~4 and ~8 seconds.
+DIST_RUNS = 21
+RING_RUNS = 15
 RADIX_WARMUP = 8            # radix_sort's untimed first sort (see plan)
 LINE_RE = re.compile(r"^(RESULT|VPSTAT)((?: [a-z_]+=\S+)+)\s*$")
 
@@ -50,7 +58,8 @@ def fmt(v):
 class Job:
     """One invocation of an SMP program, and the (bench, impl, unit) rows its RESULT lines give."""
 
-    def __init__(self, program, args, expects, est, answers=None, skip_first=False, env=None, group=None):
+    def __init__(self, program, args, expects, est, answers=None, skip_first=False, env=None, group=None,
+                 min_runs=0):
         self.program = program
         self.args = [str(a) for a in args]
         self.expects = expects          # [(bench, impl, unit, what)]
@@ -59,6 +68,7 @@ class Job:
         self.skip_first = skip_first    # the first RESULT line (and its VPSTAT lines) is a warm-up
         self.env = dict(env or {})      # added to the environment of its runs (GOMAXPROCS)
         self.group = group              # "radix", "ring": its runs interleave with its group's (run)
+        self.min_runs = min_runs        # timed runs at least, whatever --runs says (a short program)
 
     def label(self):
         return " ".join([self.program] + self.args)
@@ -86,7 +96,7 @@ def plan(mode, runs, go=False):
                           f"fork 2^{DIST_K} threads on VP 0: until every VP started 7/8 of its share"),
                          ("smp-fork-all", impl, "ms",
                           f"fork 2^{DIST_K} threads (~{DIST_WORK_NS // 1000} us work each): until all ran")],
-                        0.05))
+                        0.05, min_runs=DIST_RUNS))
 
     # radix sort: (variant, N, impl, what, seconds per pass on the development VM).  Each process
     # first sorts once at 2^RADIX_WARMUP, untimed (its RESULT and VPSTAT lines are dropped), so that
@@ -131,7 +141,7 @@ def plan(mode, runs, go=False):
                         [("smp-ring", impl, "ns/pass", "503 unbound threads, semaphore each"),
                          ("smp-yield-pingpong", impl, "ns/yield", "2 unbound threads alternating ursa_yield")],
                         0.05 + passes * 3e-8 + yields * 2e-8,
-                        answers={("smp-ring", impl): passes % 503 + 1}, group="ring"))
+                        answers={("smp-ring", impl): passes % 503 + 1}, group="ring", min_runs=RING_RUNS))
 
     groups = [("1vp", "ursa-1vp", "1 VP: 2 groups x 4 CPU-bound threads"),
               ("regions", f"regions-{n}vp", f"{n} VPs, group g = a region on VP g mod {n}"),
