@@ -413,6 +413,15 @@ static URSA_NOINLINE bool hog_back(struct ursa__vp *self, struct ursa__thread *t
 }
 
 /* Everything but the common case of ready() below. */
+/* Load: a VP's load (sched_smp.h, ursa__load_hint) is stored at its switches, and also here when a
+ * thread it makes ready outside a switch stays in its Protect Queue beyond keep(): a thread that
+ * wakes many without switching (main posting a semaphore 4,096 times) otherwise showed
+ * forward(i) the load of its last switch, maybe 0, and forward(i)'s ring step sent back half of
+ * what it took in (URSA_STATS=1 after `smp_distribution rotator 2 12 2000`: 1,000-1,400
+ * migrations to VP 0, ~800 of them such round trips while main woke the 4,096 threads at the
+ * end; now 200-480).  ursa_create does not store it (ursa__smp_start): no measurable difference
+ * on the distribution experiment (20 interleaved runs: 4.379 ms with, 4.374 without, 4.392
+ * neither), and it would cost every create. */
 static URSA_NOINLINE void ready_slow(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
   struct ursa__vp *home;
   if (ursa_unlikely(t->hog) && where == self && hog_back(self, t)) return;
@@ -422,7 +431,7 @@ static URSA_NOINLINE void ready_slow(struct ursa__vp *self, struct ursa__thread 
       pq_push(self, t);
       return;
     }
-    if (!ursa__pol_offer(self, t, len)) pq_push(self, t);   /* shared structure */
+    if (!ursa__pol_offer(self, t, len)) ursa__load_hint(self->x, pq_push(self, t));   /* ("Load") */
     return;
   }
   home = home_of(t);
