@@ -192,15 +192,15 @@ static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
 }
 
 /* Gives vp's ready threads beyond keep() to its own shared structure, at most `most` of them;
- * true if any moved.  Into a Waiver Queue they go as one batch: one Protect Queue bracket and one
- * release store of the queue's tail per PASS_CHUNK threads (its consumer, often polling that
- * tail while idle, then loses the line once per chunk rather than once per thread; and a hungry
- * forward(i) need not wait for the whole run: an event log of the distribution experiment showed
- * VP 1 idle ~3 us while VP 0 staged a run of 682; with chunks of 32, 25 interleaved runs: 4.342
- * -> 4.287 ms, within the noise).  Measured against one
- * bracket and one push per thread (`smp_distribution rotator 2 12 2000`, 30 interleaved runs,
- * medians): 4.173 -> 4.092 ms, faster in 20 of the 30 pairs; the radix sort at 2 VPs, 2^8,
- * 21.76 -> 21.27 ms (12 interleaved rounds; 2^4 unchanged, 25.5). */
+ * true if any moved.  Into a Waiver Queue they go as a batch: one Protect Queue bracket for the
+ * run, and one release store of the queue's tail per PASS_CHUNK threads, so the consumer (often
+ * polling that tail while idle) loses the line once per chunk rather than once per thread.
+ * Measured against one bracket and one push per thread (`smp_distribution rotator 2 12 2000`,
+ * 30 interleaved runs, medians): 4.173 -> 4.092 ms, faster in 20 of the 30 pairs; the radix sort
+ * at 2 VPs, 2^8, 21.76 -> 21.27 ms (12 interleaved rounds; 2^4 unchanged, 25.5).  The chunks
+ * (rather than one store at the end): a hungry forward(i) starts on the first threads while the
+ * rest are staged; an event log of the distribution experiment had shown VP 1 idle ~3 us while
+ * VP 0 staged a run of 682 (25 interleaved runs with chunks: 4.342 -> 4.287 ms, within the noise). */
 #define PASS_CHUNK 32u
 static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
   struct ursa__smp *x = vp->x;
