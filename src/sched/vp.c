@@ -412,8 +412,9 @@ static URSA_NOINLINE bool hog_back(struct ursa__vp *self, struct ursa__thread *t
   return true;
 }
 
-/* Everything but the common case of ready() below. */
-/* Load: a VP's load (sched_smp.h, ursa__load_hint) is stored at its switches, and also here when a
+/* Everything but the common case of ready() below.
+ *
+ * Load: a VP's load (sched_smp.h, ursa__load_hint) is stored at its switches, and also here when a
  * thread it makes ready outside a switch stays in its Protect Queue beyond keep(): a thread that
  * wakes many without switching (main posting a semaphore 4,096 times) otherwise showed
  * forward(i) the load of its last switch, maybe 0, and forward(i)'s ring step sent back half of
