@@ -81,7 +81,10 @@ struct ursa__thread {
   ursa__spin_t         lock;         /* guards state ZOMBIE, joiner and detached across VPs      */
   uint8_t              claim;        /* atomic: 1 once a waker or the timer owns t's timed wait  */
   uint8_t              pinned;       /* URSA__PIN_*: whether t runs on home only (below)         */
-  uint8_t              in_extra;     /* READY in its VP's overflow list, not in the ring         */
+  uint8_t              handed;       /* READY through a wake-up's hand-off (sched.h,
+                                        ursa__smp_handoff) and not queued since: the balancing
+                                        tick leaves it to its waker's VP while that VP switches
+                                        (src/model/preempt.c, on_rotate)                        */
   uint8_t              hog;          /* ran a whole balancing period or a quantum: its next
                                         wake-up may send it back to its idle VP (vp.c, spread) */
   uint8_t              daemon;       /* ursa__daemon: counted in ursa__g.daemons until it ends */

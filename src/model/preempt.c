@@ -396,7 +396,10 @@ int ursa__ts_check(void) {
  *     ran a whole period: src/sched/vp.c, "Spread");
  *   - runs the ring step (ursa__pol_timer: take backward(i)'s Waiver Queue, pass a surplus
  *     forward, and all the ready threads when forward(i) has none; wake forward(i));
- *   - gives ready threads to idle VPs (ursa__pol_spread), under every policy.
+ *   - gives ready threads to idle VPs (ursa__pol_spread), under every policy;
+ *   the last two leave a thread that a wake-up handed off to runq.next where it is while the VP
+ *   switches often (at least ROT_BUSY times per period, as rot_pace counts): a thread-ring or a
+ *   ping-pong pair stays on one VP (src/sched/policy.c, ursa__pol_timer).
  * Elsewhere the tick does nothing (the next one tries again), except that when it finds the
  * thread blocked in a system call with threads ready on the VP it wakes an idle VP to take them
  * (in_blocking_call, below).  It never switches the running thread.  While the VP switches often
@@ -497,6 +500,7 @@ static bool in_blocking_call(const ucontext_t *uc) {
 static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   struct ursa__vp *vp = ursa__tls_vp;
   uint64_t sw;
+  bool busy;
   int saved;
   URSA_UNUSED(sig);
   if (vp != NULL) check_switch_window(vp, ucv);
@@ -516,8 +520,9 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   }
   saved = *vp->errno_p;
   if (sw == vp->rot_sw) vp->cur->hog = 1;           /* no switch for a whole period: a long runner */
-  ursa__pol_timer(vp);
-  ursa__pol_spread(vp);
+  busy = sw - vp->rot_sw >= ((uint64_t)ROT_BUSY << vp->rot_shift);   /* as rot_pace counts it */
+  ursa__pol_timer(vp, busy);                        /* busy: a hand-off stays (policy.c) */
+  ursa__pol_spread(vp, busy);
   rot_pace(vp, sw);
   *vp->errno_p = saved;
 }

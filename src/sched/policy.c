@@ -150,8 +150,10 @@ bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen
  * of a fork-join program, at the end of each phase -- sits at the ring's tail, and taking only
  * the tail would keep every thread queued before it on this VP while another VP idles (the radix
  * sort at 2^1: the idle VP waited ~0.4 ms per phase, 5% of the run).  The pinned threads passed
- * over move down one slot each, keeping their order. */
-static struct ursa__thread *pq_take_surplus_in(struct ursa__vp *vp) {
+ * over move down one slot each, keeping their order.  keep_handed: not a thread that a wake-up
+ * handed off (t->handed) while it waits alone in runq.next (the balancing tick of a VP that
+ * switches: ursa__pol_timer). */
+static struct ursa__thread *pq_take_surplus_in(struct ursa__vp *vp, bool keep_handed) {
   struct ursa__runq *q = &vp->runq;
   struct ursa__thread *t = q->xhead;
   uint32_t j, pos;
@@ -160,12 +162,12 @@ static struct ursa__thread *pq_take_surplus_in(struct ursa__vp *vp) {
     q->xhead = t->w.next;
     if (q->xhead == NULL) q->xtail = NULL;
     q->xlen--;
-    t->in_extra = 0;
+    t->handed = 0;
     return t;
   }
   if (q->tail == q->head) {                           /* the ring is empty: its one-slot head */
     t = q->next;
-    if (t == NULL || t->pinned || t->region) return NULL;
+    if (t == NULL || t->pinned || t->region || (keep_handed && t->handed)) return NULL;
     q->next = NULL;
     return t;
   }
@@ -183,10 +185,10 @@ static struct ursa__thread *pq_take_surplus_in(struct ursa__vp *vp) {
   }
   return NULL;
 }
-static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp) {
+static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp, bool keep_handed) {
   struct ursa__thread *t;
   ursa__pq_enter(vp);                                  /* (vp.c, "Stealing") */
-  t = pq_take_surplus_in(vp);
+  t = pq_take_surplus_in(vp, keep_handed);
   ursa__pq_exit(vp);
   return t;
 }
@@ -211,11 +213,11 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
   if (ursa__g.policy == URSA__POL_STEAL) {            /* the deque: one push each */
     while (n < most) {
       bool from_list = vp->runq.xhead != NULL;
-      if ((t = pq_take_surplus(vp)) == NULL) break;
+      if ((t = pq_take_surplus(vp, false)) == NULL) break;
       if (!ursa__deque_push(&x->dq, t)) {              /* full: put it back */
         ursa__pq_enter(vp);
         if (from_list) {                               /* where it was */
-          t->in_extra = 1;
+          t->handed = 0;
           t->w.next = vp->runq.xhead;
           vp->runq.xhead = t;
           if (vp->runq.xtail == NULL) vp->runq.xtail = t;
@@ -232,7 +234,7 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
   }
   if ((room = ursa__wq_room(&x->wq, most)) < most) most = room;
   ursa__pq_enter(vp);                                  /* (vp.c, "Stealing") */
-  while (n < most && (t = pq_take_surplus_in(vp)) != NULL) {
+  while (n < most && (t = pq_take_surplus_in(vp, false)) != NULL) {
     ursa__wq_stage(&x->wq, staged++, t);
     n++;
     if (staged == PASS_CHUNK) {                        /* forward(i) may start on these */
@@ -285,11 +287,11 @@ static void rotate(struct ursa__vp *vp, uint32_t len) {
  * whose inbox is empty, newest first; the number given.  Run by vp's own kernel thread where no
  * ursa lock of its is held: a preemption (src/model/model.c) or the balancing tick's handler at a
  * safe point (src/model/preempt.c). */
-unsigned ursa__pol_spread(struct ursa__vp *vp) {
+unsigned ursa__pol_spread(struct ursa__vp *vp, bool keep_handed) {
   unsigned given = 0;
   struct ursa__vp *v;
   while (ursa__pq_len(vp) != 0 && (v = ursa__smp_idle_vp(vp)) != NULL) {
-    struct ursa__thread *t = pq_take_surplus(vp);
+    struct ursa__thread *t = pq_take_surplus(vp, keep_handed);
     if (t == NULL) break;                              /* pinned or in a region: stays */
     ursa__smp_ready(vp, t, v);                         /* to v's inbox (now not empty), wakes v */
     given++;
@@ -299,16 +301,23 @@ unsigned ursa__pol_spread(struct ursa__vp *vp) {
 
 /* The interval timer's step (URSA_ROTATE_US, src/model/preempt.c), run between two instructions of
  * the VP's running thread at a safe point: the ring step, then, when forward(i) has nothing at
- * all, every ready thread this VP keeps goes on to it too: the running thread has held this VP
- * for at least a period, and the kept ones would wait behind it while forward(i) idles. */
-void ursa__pol_timer(struct ursa__vp *vp) {
+ * all, every ready thread this VP keeps goes on to it too: they would wait behind the running
+ * thread while forward(i) idles.  Except, with keep_handed (the VP switched often in the last
+ * period: src/model/preempt.c, on_rotate), a thread that a wake-up handed off and that waits alone
+ * in runq.next: its waker, the running thread, is then most likely a few instructions from
+ * blocking (a thread-ring, a semaphore ping-pong), and moving the one it woke would move the
+ * whole chain to the other VP (a wake-up of a sleeping VP, 70-100 us on this machine kind, and an
+ * idle one left behind): the 2-VP thread-ring moved so in 3 to 6 of every 15 runs of make bench
+ * (session 19's runs), none in 10 runs since.  A VP that switches seldom (a producer that posted
+ * its consumer and goes on computing) gives such a thread away as before. */
+void ursa__pol_timer(struct ursa__vp *vp, bool keep_handed) {
   struct ursa__smp *x = vp->x;
   struct ursa__thread *t;
   bool passed = false;
   uint32_t len = ursa__pq_len(vp);
   if (ursa__pol_switch_needed(vp, len)) ursa__pol_switch(vp, len);
   if (ursa__g.policy != URSA__POL_ROTATOR || fwd_threads(x) != 0) return;
-  while ((t = pq_take_surplus(vp)) != NULL) {
+  while ((t = pq_take_surplus(vp, keep_handed)) != NULL) {
     if (!ursa__wq_push(&x->wq, t)) { ursa__pq_push(vp, t); break; }   /* full: keep it */
     passed = true;
   }

@@ -14,10 +14,13 @@ URSA_HIDDEN void ursa__pol_vp_fini(struct ursa__vp *vp);
 /* Offers the READY, unpinned thread t, about to join vp's Protect Queue (pqlen threads long), to
  * the policy's shared structure.  True when the policy took it. */
 URSA_HIDDEN bool ursa__pol_offer(struct ursa__vp *vp, struct ursa__thread *t, uint32_t pqlen);
-/* The rotator's interval timer, from its signal handler at a safe point (policy.c). */
-URSA_HIDDEN void ursa__pol_timer(struct ursa__vp *vp);
-/* Gives vp's unpinned ready threads to idle VPs, one each (vp.c, "Spread"); how many it gave. */
-URSA_HIDDEN unsigned ursa__pol_spread(struct ursa__vp *vp);
+/* The rotator's interval timer, from its signal handler at a safe point (policy.c).  keep_handed:
+ * leave a thread handed off by a wake-up in runq.next where it is (the VP switched often in the
+ * last period). */
+URSA_HIDDEN void ursa__pol_timer(struct ursa__vp *vp, bool keep_handed);
+/* Gives vp's unpinned ready threads to idle VPs, one each (vp.c, "Spread"); how many it gave.
+ * keep_handed: as for ursa__pol_timer. */
+URSA_HIDDEN unsigned ursa__pol_spread(struct ursa__vp *vp, bool keep_handed);
 /* At every switch of vp (rotator: drain VP_backward's Waiver Queue).  len: vp's Protect Queue
  * length (ursa__pq_len), which the caller has just read. */
 URSA_HIDDEN void ursa__pol_switch(struct ursa__vp *vp, uint32_t len);

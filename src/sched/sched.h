@@ -334,7 +334,7 @@ static inline bool ursa__smp_handoff_ok(const struct ursa__vp *self, const struc
 static inline void ursa__smp_handoff(struct ursa__vp *self, struct ursa__thread *t) {
   URSA_ASSERT_OWNER(self);
   t->vp = self;
-  t->in_extra = 0;
+  t->handed = 1;
   __atomic_store_n(&self->runq.next, t, __ATOMIC_RELEASE);   /* ursa__runq_push into an empty queue */
 }
 /* Several VPs, the common wake inline: the thread t (no timer to cancel: the caller holds the lock

@@ -19,7 +19,10 @@
  *   - at a preemption (cp-ts quantum, cp-ic count) and at each balancing tick (URSA_ROTATE_US,
  *     every 1 ms by default: src/model/preempt.c), a VP that holds unpinned ready threads while
  *     another VP is idle (in its idle context, inbox empty) gives them away, one per idle VP
- *     (ursa__pol_spread).  A preemption that leaves nothing to run here does not switch.  When the
+ *     (ursa__pol_spread); the tick of a VP that switches often keeps a thread that a wake-up
+ *     handed off (t->handed, in runq.next), whose waker is about to block (a thread-ring: it
+ *     moved whole to the other VP in a third of the runs before).  A preemption that leaves
+ *     nothing to run here does not switch.  When the
  *     ready threads cannot move (pinned: preempted themselves, see model.c) and the preemption
  *     came at a call into ursa, the running thread goes to the idle VP instead
  *     (ursa__smp_yield_away); in cp-ts's signal handler it cannot (TLS addresses), so the
@@ -244,7 +247,7 @@ static inline uint32_t pq_len(struct ursa__vp *vp) {
 /* The overflow list: while it is in use every push goes there, so FIFO order holds. */
 static URSA_NOINLINE void pq_push_extra(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__runq *q = &vp->runq;
-  t->in_extra = 1;
+  t->handed = 0;
   t->w.next = NULL;
   if (q->xtail) q->xtail->w.next = t; else q->xhead = t;
   q->xtail = t;
@@ -259,7 +262,7 @@ static inline uint32_t pq_push(struct ursa__vp *vp, struct ursa__thread *t) {
   t->vp = vp;
   ursa__pq_enter(vp);
   if (ursa_likely(q->xhead == NULL && q->tail - q->head <= q->mask)) {   /* the ring has room */
-    t->in_extra = 0;
+    t->handed = 0;
     ursa__runq_push(vp, t);
   } else {
     pq_push_extra(vp, t);
