@@ -27,6 +27,10 @@
 #define URSA_CONTAINER_OF(p, type, member) ((type *)((char *)(p) - offsetof(type, member)))
 #define URSA_HIDDEN      __attribute__((visibility("hidden")))
 #define URSA_NOINLINE    __attribute__((noinline))
+/* A hot path's function starts a cache line, so that where the linker happens to place it cannot
+ * split its few fast-path instructions over two lines (ursa__tick: ~8% of a cp-ic program's time
+ * moved with its placement). */
+#define URSA_HOT_ALIGN   __attribute__((aligned(64)))
 
 /* Always-on invariant check: a broken invariant is a bug in ursa; say where and abort. */
 #define URSA_PANIC(msg) ursa__panic(__func__, msg)

@@ -210,7 +210,7 @@ void ursa__preempt_deferred(struct ursa__vp *vp) {
  * program calls it at every loop back-edge, and where the linker happened to place it decided
  * ~8% of the CP producer/consumer's time at one VP (0.1816 -> 0.1965 s, 8 interleaved runs, for
  * a change elsewhere that moved it by 32 bytes, across a line). */
-__attribute__((aligned(64))) void ursa__tick(void) {
+URSA_HOT_ALIGN void ursa__tick(void) {
   struct ursa__vp *vp = ursa__tls_vp;
   if (ursa_unlikely(vp == NULL)) return;
   if (ursa_likely(--vp->ic_left > 0)) return;

@@ -631,7 +631,7 @@ int ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock
  * src/sync/sem.c), on a VP whose solo_path is set (core/vp.h): the same without the lock, without
  * a second look at solo, which cannot have ended since (only this VP's kick ends it), and without
  * the tests that solo_path stands for. */
-int ursa__smp_block_solo(struct ursa__vp *vp, int kind, void *obj) {
+URSA_HOT_ALIGN int ursa__smp_block_solo(struct ursa__vp *vp, int kind, void *obj) {
   struct ursa__thread *cur = vp->cur, *next;
   URSA_ASSERT(ursa__solo() && vp->solo_path);
   block_mark(vp, cur, kind, obj, NULL);

@@ -93,7 +93,7 @@ static URSA_NOINLINE int sem_wait_slow(struct ursa__vp *vp, struct ursa__sem *x,
  * here nothing between the elided lock and the release (ursa__smp_block_solo, before its pick) can
  * kick, so there is nothing to make real.  The instructions of the noting and of its release are
  * what the 2-VP thread-ring spent on the lock (issue #20).  Frameless: every call is a tail call. */
-static URSA_NOINLINE int sem_wait_solo(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline) {
+static URSA_NOINLINE URSA_HOT_ALIGN int sem_wait_solo(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline) {
   struct ursa__thread *cur;
   if (ursa_unlikely(!vp->solo_path || deadline != 0 || !ursa__solo()))   /* (core/vp.h) */
     return sem_wait_slow(vp, x, deadline);
@@ -116,7 +116,7 @@ static int sem_wait(ursa_sem_t *s, uint64_t deadline) {
   return sem_wait_(vp, x, deadline, URSA__FAST);
 }
 
-int ursa_sem_wait(ursa_sem_t *s) { return sem_wait(s, 0); }
+URSA_HOT_ALIGN int ursa_sem_wait(ursa_sem_t *s) { return sem_wait(s, 0); }
 
 int ursa_sem_timedwait(ursa_sem_t *s, int clock, const struct timespec *abstime) {
   uint64_t d;
@@ -171,7 +171,7 @@ static URSA_NOINLINE int sem_post_slow(struct ursa__vp *vp, struct ursa__sem *x)
  * waiter, a timed waiter, a wake-up that ready_slow decides, which may kick another VP while the
  * lock is held, tracing, a deferred preemption) goes to sem_post_slow.  A deferred preemption
  * flagged after the test is taken at the next preemption point. */
-static URSA_NOINLINE int sem_post_solo(struct ursa__vp *vp, struct ursa__sem *x) {
+static URSA_NOINLINE URSA_HOT_ALIGN int sem_post_solo(struct ursa__vp *vp, struct ursa__sem *x) {
   struct ursa__waiter *w;
   struct ursa__thread *t;
   if (ursa_unlikely(!vp->solo_path || !ursa__solo() || __atomic_load_n(&vp->pre_pending, __ATOMIC_RELAXED)))
@@ -193,7 +193,7 @@ static URSA_NOINLINE int sem_post_solo(struct ursa__vp *vp, struct ursa__sem *x)
   return 0;
 }
 
-int ursa_sem_post(ursa_sem_t *s) {
+URSA_HOT_ALIGN int ursa_sem_post(ursa_sem_t *s) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
   if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_post_solo(vp, x);   /* or slow */
