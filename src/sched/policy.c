@@ -309,7 +309,10 @@ unsigned ursa__pol_spread(struct ursa__vp *vp, bool keep_handed) {
  * whole chain to the other VP (a wake-up of a sleeping VP, 70-100 us on this machine kind, and an
  * idle one left behind): the 2-VP thread-ring moved so in 3 to 6 of every 15 runs of make bench
  * (session 19's runs), none in 10 runs since.  A VP that switches seldom (a producer that posted
- * its consumer and goes on computing) gives such a thread away as before. */
+ * its consumer and goes on computing) gives such a thread away as before.  The price: a waker
+ * that goes on computing right after a burst of switches keeps the thread it woke one tick
+ * longer, until the next tick (one period of the pace, 1 to 8 ms) finds no switch and gives it
+ * away; an idle VP does not steal it meanwhile (the hand-off leaves load at 0, vp.c). */
 void ursa__pol_timer(struct ursa__vp *vp, bool keep_handed) {
   struct ursa__smp *x = vp->x;
   struct ursa__thread *t;
