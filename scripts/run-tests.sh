@@ -9,7 +9,9 @@
 #   ucontext  the portable ucontext context switch
 #   tsan      ThreadSanitizer
 #   valgrind  the plain build, each test run under Valgrind memcheck (stacks registered) with
-#             --leak-check=full --errors-for-leak-kinds=definite: a definite leak fails the test
+#             --leak-check=full --errors-for-leak-kinds=definite: a definite leak fails the test;
+#             ursa_tests' tests run in batches of 8 per Valgrind process, each in a forked child
+#             (tests/CMakeLists.txt), and are counted, timed and skipped one by one here
 #   hard      allocation-failure injection (-DURSA_TEST_HARD=ON): every allocation and mapping of
 #             a scenario fails in turn; errors must be -ENOMEM/-EAGAIN and nothing may leak;
 #             with several VPs also a random run-queue order and a migration at every yield and
@@ -63,12 +65,12 @@ TABLE=$(cat <<'EOF'
              asan            2      30
              ucontext        1      20
              tsan            3      45
-             valgrind        5      80
+             valgrind        5      50
              hard            1      30
              clang           1      20
              clang-asan      2      20
              clang-tsan      3      30
-             clang-valgrind  5      75
+             clang-valgrind  5      50
              clang-hard      1      25
              aarch64         4      35
 EOF
@@ -136,6 +138,29 @@ skip_reasons() {
     /^<end of output>$/ { if (why != "") printf "%s\t%s\n", name, why; out = 0; next }
     out && /^SKIP: / { why = $0; sub(/^SKIP: /, "", why) }
     out && /^[A-Za-z0-9_.-]+: skipped: / { why = $0; sub(/^[A-Za-z0-9_.-]+: skipped: /, "", why) }' "$1"
+}
+
+# batch_results LASTTEST_LOG TIMEOUTS_FILE: the tests of the Valgrind batches (CTest tests
+# vg_batch_*, tests/CMakeLists.txt: the runner's --each) as tests of their own: STATUS<tab>NAME
+# <tab>SECONDS from each "ok - NAME S s of L s" line (status as ctest_results; "not ok" is
+# fail:Failed), and NAME<tab>L appended to TIMEOUTS_FILE; on stderr, NAME<tab>REASON for each
+# skipped one (its last "SKIP: why" line before its TAP line).  A batch that died before a test's
+# TAP line leaves that test out here; the batch itself then counts as failed (ctest_results).
+batch_results() {
+  [ -r "$1" ] || return 0
+  awk -v tofile="$2" '
+    /^[0-9]+\/[0-9]+ Testing: / { name = $0; sub(/^[0-9]+\/[0-9]+ Testing: /, "", name); inb = (name ~ /^vg_batch_/); why = ""; next }
+    !inb { next }
+    /^SKIP: / { why = $0; sub(/^SKIP: /, "", why); next }
+    /^(not )?ok - [A-Za-z0-9_]+ [0-9.]+ s of [0-9]+ s( # SKIP)?$/ {
+      st = ($1 == "not") ? "fail:Failed" : ($0 ~ / # SKIP$/ ? "skip" : "pass")
+      off = ($1 == "not") ? 1 : 0
+      t = $(3 + off); secs = $(4 + off); lim = $(7 + off)
+      printf "%s\t%s\t%s\n", st, t, secs
+      printf "%s\t%s\n", t, lim >> tofile
+      if (st == "skip" && why != "") printf "%s\t%s\n", t, why > "/dev/stderr"
+      why = ""
+    }' "$1"
 }
 
 # timeouts BUILD_DIR: NAME<tab>TIMEOUT of every test registered there (python3 reads CTest's JSON).
@@ -266,7 +291,13 @@ run_config() {
   log=$dir/ctest.log
   (cd "$dir" && ctest --output-on-failure -j2) >"$log" 2>&1; rc=$?
   ctest_results "$log" >"$res"
-  skip_reasons "$dir/Testing/Temporary/LastTest.log" >"$tmp/$c.skip"
+  skip_reasons "$dir/Testing/Temporary/LastTest.log" | grep -v '^vg_batch_' >"$tmp/$c.skip"
+  if grep -q $'\tvg_batch_' "$res"; then           # Valgrind's batches: their tests, each its own
+    batch_results "$dir/Testing/Temporary/LastTest.log" "$tmp/$c.to" >"$tmp/$c.bres" 2>>"$tmp/$c.skip"
+    awk -F'\t' '!($1 ~ /^(pass|skip)$/ && $2 ~ /^vg_batch_/)' "$res" >"$tmp/$c.res2"
+    cat "$tmp/$c.bres" >>"$tmp/$c.res2"
+    mv "$tmp/$c.res2" "$res"
+  fi
   if ! grep -qE '^[0-9]+% tests passed' "$log"; then why="ctest did not finish (exit $rc)"
   elif [ "$rc" -ne 0 ] && ! grep -q '^fail' "$res"; then why="ctest exited $rc"; fi
   ctest_failed_output "$log" >"$tmp/$c.out"

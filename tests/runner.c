@@ -6,6 +6,12 @@
  * those of every TEST_IMPL compiled in, and `--check-registered FILE` (the CTest test
  * tests_registered; FILE is what tests/CMakeLists.txt registered with CTest, one name a line)
  * fails, naming the test, when a TEST_IMPL has no TEST line or CTest and the list disagree.
+ * `ursa_tests --each SECONDS NAME...` runs the named tests one after another, each in its own
+ * forked child killed after SECONDS, and prints a TAP line for each with its time ("ok - NAME
+ * 1.25 s of 300 s", "# SKIP" after a skip): what CTest runs under Valgrind, where a process per
+ * test paid Valgrind's start (~0.4 s here) ~300 times per configuration (tests/CMakeLists.txt;
+ * scripts/run-tests.sh reports each test of a batch as its own).  Exit 0 when none failed,
+ * TEST_SKIP_CODE when every one skipped, 1 otherwise.
  */
 #include "task.h"
 
@@ -207,6 +213,34 @@ static int run_forked(const struct entry *e, double timeout_s) {
   return 1;
 }
 
+static int run_each(double timeout_s, int n, char **names) {
+  int k, failed = 0, passed = 0, skipped = 0;
+  size_t i;
+  for (k = 0; k < n; k++) {
+    const struct entry *e = NULL;
+    uint64_t t0;
+    double secs;
+    int r;
+    for (i = 0; i < NTESTS && e == NULL; i++)
+      if (strcmp(names[k], tests[i].name) == 0) e = &tests[i];
+    if (e == NULL) {
+      printf("not ok - %s 0.00 s of %.0f s (no test of that name)\n", names[k], timeout_s);
+      failed++;
+      continue;
+    }
+    t0 = test_now_ns();
+    r = run_forked(e, timeout_s);
+    secs = (double)(test_now_ns() - t0) / 1e9;
+    if (r == 0) passed++;
+    else if (r == TEST_SKIP_CODE) skipped++;
+    else failed++;
+    printf("%s - %s %.2f s of %.0f s%s\n", r == 0 || r == TEST_SKIP_CODE ? "ok" : "not ok", e->name, secs,
+           timeout_s, r == TEST_SKIP_CODE ? " # SKIP" : "");
+    fflush(stdout);
+  }
+  return failed ? 1 : (passed == 0 && skipped > 0) ? TEST_SKIP_CODE : 0;
+}
+
 int main(int argc, char **argv) {
   size_t i;
   int failed = 0, passed = 0, skipped = 0;
@@ -225,6 +259,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc == 3 && strcmp(argv[1], "--check-registered") == 0) return check_registered(argv[2]);
+  if (argc >= 4 && strcmp(argv[1], "--each") == 0 && atof(argv[2]) > 0)
+    return run_each(atof(argv[2]), argc - 3, argv + 3);
   if (argc == 2) {
     for (i = 0; i < NTESTS; i++)
       if (strcmp(argv[1], tests[i].name) == 0) return run_one(&tests[i]);
