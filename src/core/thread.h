@@ -82,9 +82,10 @@ struct ursa__thread {
   uint8_t              claim;        /* atomic: 1 once a waker or the timer owns t's timed wait  */
   uint8_t              pinned;       /* URSA__PIN_*: whether t runs on home only (below)         */
   uint8_t              handed;       /* READY through a wake-up's hand-off (sched.h,
-                                        ursa__smp_handoff) and not queued since: the balancing
-                                        tick leaves it to its waker's VP while that VP switches
-                                        (src/model/preempt.c, on_rotate)                        */
+                                        ursa__smp_handoff: 1) and not queued since (vp.c,
+                                        pq_push: 0); read only while t waits in runq.next: the
+                                        balancing tick leaves it to its waker's VP while that
+                                        VP switches often (src/sched/policy.c, ursa__pol_timer) */
   uint8_t              hog;          /* ran a whole balancing period or a quantum: its next
                                         wake-up may send it back to its idle VP (vp.c, spread) */
   uint8_t              daemon;       /* ursa__daemon: counted in ursa__g.daemons until it ends */

@@ -162,7 +162,6 @@ static struct ursa__thread *pq_take_surplus_in(struct ursa__vp *vp, bool keep_ha
     q->xhead = t->w.next;
     if (q->xhead == NULL) q->xtail = NULL;
     q->xlen--;
-    t->handed = 0;
     return t;
   }
   if (q->tail == q->head) {                           /* the ring is empty: its one-slot head */
@@ -217,7 +216,6 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
       if (!ursa__deque_push(&x->dq, t)) {              /* full: put it back */
         ursa__pq_enter(vp);
         if (from_list) {                               /* where it was */
-          t->handed = 0;
           t->w.next = vp->runq.xhead;
           vp->runq.xhead = t;
           if (vp->runq.xtail == NULL) vp->runq.xtail = t;

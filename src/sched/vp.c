@@ -247,7 +247,6 @@ static inline uint32_t pq_len(struct ursa__vp *vp) {
 /* The overflow list: while it is in use every push goes there, so FIFO order holds. */
 static URSA_NOINLINE void pq_push_extra(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__runq *q = &vp->runq;
-  t->handed = 0;
   t->w.next = NULL;
   if (q->xtail) q->xtail->w.next = t; else q->xhead = t;
   q->xtail = t;
@@ -260,9 +259,9 @@ static inline uint32_t pq_push(struct ursa__vp *vp, struct ursa__thread *t) {
   struct ursa__runq *q = &vp->runq;
   uint32_t n;
   t->vp = vp;
+  t->handed = 0;                                       /* queued, not handed off */
   ursa__pq_enter(vp);
   if (ursa_likely(q->xhead == NULL && q->tail - q->head <= q->mask)) {   /* the ring has room */
-    t->handed = 0;
     ursa__runq_push(vp, t);
   } else {
     pq_push_extra(vp, t);
