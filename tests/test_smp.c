@@ -736,8 +736,15 @@ TEST_IMPL(smp_long_runner_found_after_switch_burst) { return long_runner(1); }
  * in runq.next while the waker runs in its own code.  A tick that gave that thread to the idle
  * VP moved the pair there, and back at a later tick: ~300 moves in 20,000 hand-offs (before the
  * busy VP's tick kept a handed-off thread: src/sched/policy.c, ursa__pol_timer).  Now 0 or 1 (its
- * first placement), also beside two busy loops.  Allowed: 1 in 1,000, which leaves room for an
- * idle VP's rightful steal while the kernel deschedules the pair's VP. */
+ * first placement), also beside two busy loops.  The period is scaled with TEST_TIME_FACTOR, so
+ * that a slowed build switches as often per period: under Valgrind at 100 us the pair is not
+ * busy by the tick's count (each round takes ~60 us there) and its tick rightly passes the
+ * partner on (3 or 4 moves in 1,332 hand-offs while two busy loops shared the cores: CI failed
+ * on it); at 3,000 us, 0 to 3.  Allowed: 8 + 1 per 1,000 hand-offs, room for the moves a tick makes
+ * after the kernel descheduled the pair's VP (it then finds few switches in its period: up to 3
+ * in 40,000 hand-offs beside two busy loops or four 2-VP rings, 2 to 12 under qemu-aarch64;
+ * counting switches per period of the VP's CPU time instead was tried and did not do better,
+ * session 21's note). */
 static ursa_sem_t pair_sem[2];
 static long pair_rounds, pair_moves;
 static int pair_last_vp;
@@ -766,7 +773,7 @@ TEST_IMPL(smp_handoff_pair_stays_on_one_vp) {
 #endif
   memset(&c, 0, sizeof c);
   c.vps = 2;
-  c.rotate_us = 100;
+  c.rotate_us = 100 * TEST_TIME_FACTOR;              /* Valgrind: as many switches per period */
   r = ursa_init(&c);
   if (r == -ENOTSUP && !TEST_EXPECT_PREEMPT) RETURN_SKIP("no balancing tick here (its signal is refused, as cp-ts is)");
   ASSERT_OK(r);
@@ -778,8 +785,9 @@ TEST_IMPL(smp_handoff_pair_stays_on_one_vp) {
   for (i = 0; i < 2; i++) ASSERT_OK(ursa_create(&t[i], NULL, pair_player, (void *)(intptr_t)i));
   for (i = 0; i < 2; i++) ASSERT_OK(ursa_join(t[i], NULL));
   printf("the pair changed VP %ld times in %ld hand-offs\n", pair_moves, 2 * pair_rounds);
+  fflush(stdout);
   ASSERT_OK(ursa_fini());
-  ASSERT(pair_moves <= 2 + pair_rounds / 1000);
+  ASSERT(pair_moves <= 8 + pair_rounds / 500);
   return 0;
 }
 
