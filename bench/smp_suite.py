@@ -97,6 +97,14 @@ def plan(mode, runs, go=False):
                          ("smp-fork-all", impl, "ms",
                           f"fork 2^{DIST_K} threads (~{DIST_WORK_NS // 1000} us work each): until all ran")],
                         0.05, min_runs=DIST_RUNS))
+    # the same program on one VP, which distributes nothing: what each thread costs its VP (its
+    # creation, its wait at the gate, the switch to the next, the program's counters) besides W,
+    # the floor the N-VP rotator is compared with in the distribution check (checks, dist_ideal)
+    if n > 1:
+        jobs.append(Job("smp_distribution", ["rotator", 1, DIST_K, DIST_WORK_NS],
+                        [("smp-distribution", "ursa-rotator-1vp", "ms",
+                          f"the same fork of 2^{DIST_K} threads on 1 VP: until it started 7/8 of them")],
+                        0.05, min_runs=DIST_RUNS))
 
     # radix sort: (variant, N, impl, what, seconds per pass on the development VM).  Each process
     # first sorts once at 2^RADIX_WARMUP, untimed (its RESULT and VPSTAT lines are dropped), so that
@@ -485,6 +493,20 @@ def checks(entries, settings):
             detail += (f"; VP 0 spends {fmt(c)} ms creating the threads (main stays on VP 0) before it starts "
                        f"its own S, so no scheduler reaches S x W + that = {fmt(i + c)} ms = {fmt((i + c) / i)} x ideal; "
                        f"rotator / that bound = {fmt(rot / (i + c))}")
+            one = by.get(("smp-distribution", "ursa-rotator-1vp"))
+            if one is not None and one["status"] == "ok" and one.get("samples"):
+                # per run of the one-VP program: (its time - its creation) / its S = what one thread
+                # costs a VP that distributes nothing (W, the gate, the switch, the counters)
+                per = [(v - float(f["created_ms"])) / float(f["share"])
+                       for v, f in zip(one["samples"], one["fields"]) if "created_ms" in f and "share" in f]
+                if per:
+                    s = float(fields[0]["share"]) if "share" in fields[0] else None
+                    if s:
+                        p1 = statistics.median(per)
+                        floor = c + s * p1
+                        detail += (f"; one VP (no distribution) spends {fmt(p1 * 1000)} us per thread started "
+                                   f"(W = {fmt(i / s * 1000)} us), so VP 0 at that cost needs {fmt(floor)} ms = "
+                                   f"{fmt(floor / i)} x ideal; rotator / that floor = {fmt(rot / floor)}")
         return rot / i, detail
     add(f"distribution cost, {n} VPs: rotator / the ideal S x W (issue #20)", "<=", 1.15, dist_ideal)
     def groups():
