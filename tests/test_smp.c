@@ -1035,6 +1035,51 @@ TEST_IMPL(smp_stalled_vp_waiver_queue_one_cpu) {
   return 0;
 }
 
+/* URSA_PIN (ursa_config_t.pin): VP i runs on the i-th CPU that main may run on, each VP on its
+ * own CPU, and ursa_fini gives main's kernel thread its CPUs back.  Before, VP 0 pinned main's
+ * thread first, and VPs 1..N-1, whose kernel threads main's creates, inherited its one CPU:
+ * every VP ran on the same CPU (2 VPs at one VP's speed), and main stayed pinned after
+ * ursa_fini. */
+static void *pin_where(void *arg) {
+  cpu_set_t *out = arg;
+  if (sched_getaffinity(0, sizeof *out, out) != 0) CPU_ZERO(out);   /* this VP's kernel thread */
+  return NULL;
+}
+
+TEST_IMPL(smp_pin_vps_on_distinct_cpus) {
+  cpu_set_t before, after, on[3];
+  ursa_config_t c;
+  ursa_attr_t a;
+  ursa_thread_t t;
+  int i, n, cpu;
+  ASSERT(sched_getaffinity(0, sizeof before, &before) == 0);
+  n = CPU_COUNT(&before) < 3 ? CPU_COUNT(&before) : 3;
+  if (n < 2) RETURN_SKIP("one CPU allowed: no two VPs to tell apart");
+  memset(&c, 0, sizeof c);
+  c.vps = (unsigned)n;
+  c.pin = 1;
+  ASSERT_OK(ursa_init(&c));
+  for (i = 0; i < n; i++) {
+    ASSERT_OK(ursa_attr_init(&a));
+    ASSERT_OK(ursa_attr_setvp(&a, i));
+    ASSERT_OK(ursa_attr_setbound(&a, 1));
+    ASSERT_OK(ursa_create(&t, &a, pin_where, &on[i]));
+    ASSERT_OK(ursa_join(t, NULL));
+    ASSERT_OK(ursa_attr_destroy(&a));
+  }
+  ASSERT_OK(ursa_fini());
+  ASSERT(sched_getaffinity(0, sizeof after, &after) == 0);
+  ASSERT(CPU_EQUAL(&before, &after));                 /* main's CPUs are back */
+  for (i = 0, cpu = 0; i < n; cpu++) {                /* VP i: the i-th allowed CPU alone */
+    if (!CPU_ISSET(cpu, &before)) continue;
+    printf("VP %d on CPU %d\n", i, cpu);
+    ASSERT_EQ(CPU_COUNT(&on[i]), 1);
+    ASSERT(CPU_ISSET(cpu, &on[i]));
+    i++;
+  }
+  return 0;
+}
+
 /* Stealing under traffic: rings of threads pass tokens through semaphores on 3 VPs while some
  * passes block their VP's kernel thread in a raw system call (a stall), so idle VPs take turns on
  * the stalled VPs' queues while those VPs' own threads wake and block: every pass arrives, every

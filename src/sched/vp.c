@@ -1154,13 +1154,23 @@ int ursa__smp_reserve(uint64_t live) {
 
 /* ---- VP lifecycle ----------------------------------------------------------------------------- */
 
+/* URSA_PIN.  The CPUs are those main's kernel thread may run on when ursa_init starts the VPs,
+ * read once (pin_allowed), before VP 0 pins main's thread: the kernel threads of VPs 1..N-1 are
+ * created by main's and inherit its mask, so a VP that read its own mask found main's one CPU,
+ * and every VP was pinned to it (2 VPs ran at one VP's speed: the CP producer/consumer at
+ * --work 10^6, 0.178-0.189 s with URSA_PIN=1 against 0.096-0.100 s without).  ursa_fini gives
+ * main's thread its mask back (pin_restore).  Written by main's kernel thread only, before the
+ * VPs start (pthread_create orders it before their reads) and after they stopped. */
+static cpu_set_t pin_allowed;
+static bool pin_saved;
+
 static void pin_to_cpu(unsigned index) {
-  cpu_set_t allowed, one;
-  unsigned c, n = 0;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  cpu_set_t one;
+  unsigned c, n = 0, count = (unsigned)CPU_COUNT(&pin_allowed);
+  if (!pin_saved || count == 0) return;
   for (c = 0; c < CPU_SETSIZE; c++) {
-    if (!CPU_ISSET(c, &allowed)) continue;
-    if (n++ == index % (unsigned)CPU_COUNT(&allowed)) {
+    if (!CPU_ISSET(c, &pin_allowed)) continue;
+    if (n++ == index % count) {
       CPU_ZERO(&one);
       CPU_SET(c, &one);
       if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0)
@@ -1168,6 +1178,13 @@ static void pin_to_cpu(unsigned index) {
       return;
     }
   }
+}
+
+static void pin_restore(void) {
+  if (!pin_saved) return;
+  pin_saved = false;
+  if (pthread_setaffinity_np(pthread_self(), sizeof pin_allowed, &pin_allowed) != 0)
+    fprintf(stderr, "ursa: URSA_PIN: cannot give main's thread back its CPUs\n");
 }
 
 static void *vp_main(void *arg) {
@@ -1291,7 +1308,10 @@ int ursa__smp_init(void) {
     ursa__ctx_make(&idle->ctx, idle, idle_entry);
   }
   if ((err = ursa__smp_reserve(64)) != 0) goto fail;
-  if (ursa__g.pin) pin_to_cpu(0);
+  if (ursa__g.pin) {
+    pin_saved = sched_getaffinity(0, sizeof pin_allowed, &pin_allowed) == 0;
+    pin_to_cpu(0);
+  }
   /* main is pinned to VP 0: it stays on the process's first kernel thread (exit, signals) */
   v0->main_thread->pinned = URSA__PIN_BOUND;
   v0->main_thread->home = v0;
@@ -1386,6 +1406,7 @@ static void smp_teardown(unsigned started, void (*stopped)(void)) {
   ursa__pol_fini();
   free(ursa__g.vps);
   ursa__g.vps = NULL;
+  pin_restore();                                       /* URSA_PIN: main's CPUs back */
 }
 
 void ursa__smp_fini(void (*stopped)(void)) { smp_teardown(ursa__g.nvps, stopped); }
