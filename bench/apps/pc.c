@@ -37,8 +37,15 @@ static uint64_t *seen;                 /* per item id: times consumed */
 static uint64_t corrupt, consumed_total;
 static uint64_t checksum_of[MAXT];
 
-/* produce / consume: the real computation */
-static inline uint64_t compute(uint64_t id) {
+/* produce / consume: the real computation.  One copy, out of line, that both sides call, so that
+ * the two halves of the pipeline run the same instructions at the same addresses.  Inlined into
+ * the producer and into consume, the loop's two copies can run at different speeds: in a copy of
+ * this program with a timeline of each item (one VP, cp-ts, --work 10^6) the producer's took
+ * 3.88-3.96 ms per item and the consumer's 3.60-3.70, which would bind the pipeline at 2 VPs to
+ * its slower half (~1.86x its one-VP time instead of 48/25 = 1.92x).  In this program's own build
+ * the 2-VP/1-VP ratios did not move measurably (5 interleaved rounds each: cp-ic 1.82 -> 1.85,
+ * cp-ts 1.83 -> 1.83, native 1.84 -> 1.83); the copy is one so that a layout cannot split it. */
+static __attribute__((noinline)) uint64_t compute(uint64_t id) {
   uint64_t i, x = id;
   for (i = 0; i < work; i++) {
     x = apps_mix64(x + 0x9e3779b97f4a7c15ull);
