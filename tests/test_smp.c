@@ -1036,10 +1036,11 @@ TEST_IMPL(smp_stalled_vp_waiver_queue_one_cpu) {
 }
 
 /* URSA_PIN (ursa_config_t.pin): VP i runs on the i-th CPU that main may run on, each VP on its
- * own CPU, and ursa_fini gives main's kernel thread its CPUs back.  Before, VP 0 pinned main's
- * thread first, and VPs 1..N-1, whose kernel threads main's creates, inherited its one CPU:
- * every VP ran on the same CPU (2 VPs at one VP's speed), and main stayed pinned after
- * ursa_fini. */
+ * own CPU, the offload pool's threads on all of them, and ursa_fini gives main's kernel thread
+ * its CPUs back.  Before, VP 0 pinned main's thread first, and VPs 1..N-1, whose kernel threads
+ * main's creates, inherited its one CPU: every VP ran on the same CPU (2 VPs at one VP's
+ * speed); a pool thread inherited the CPU of the VP that started it; and main stayed pinned
+ * after ursa_fini. */
 static void *pin_where(void *arg) {
   cpu_set_t *out = arg;
   if (sched_getaffinity(0, sizeof *out, out) != 0) CPU_ZERO(out);   /* this VP's kernel thread */
@@ -1047,7 +1048,7 @@ static void *pin_where(void *arg) {
 }
 
 TEST_IMPL(smp_pin_vps_on_distinct_cpus) {
-  cpu_set_t before, after, on[3];
+  cpu_set_t before, after, on[3], pool;
   ursa_config_t c;
   ursa_attr_t a;
   ursa_thread_t t;
@@ -1067,9 +1068,11 @@ TEST_IMPL(smp_pin_vps_on_distinct_cpus) {
     ASSERT_OK(ursa_join(t, NULL));
     ASSERT_OK(ursa_attr_destroy(&a));
   }
+  ASSERT_OK(ursa_offload(pin_where, &pool, NULL));   /* a pool thread, started by pinned VP 0 */
   ASSERT_OK(ursa_fini());
   ASSERT(sched_getaffinity(0, sizeof after, &after) == 0);
   ASSERT(CPU_EQUAL(&before, &after));                 /* main's CPUs are back */
+  ASSERT(CPU_EQUAL(&before, &pool));                  /* the offload pool runs on all of them */
   for (i = 0, cpu = 0; i < n; cpu++) {                /* VP i: the i-th allowed CPU alone */
     if (!CPU_ISSET(cpu, &before)) continue;
     printf("VP %d on CPU %d\n", i, cpu);

@@ -1074,10 +1074,17 @@ int ursa__io_offload(void *(*fn)(void *), void *arg, void **result) {
   pool.nq++;
   if (pool.nq > pool.idle && pool.started < pool.max) {   /* a request no waiting thread takes */
     sigset_t all, old;
+    pthread_attr_t pa, *pap = NULL;
+    const cpu_set_t *cpus = ursa__pin_cpus();         /* URSA_PIN: not this VP's one CPU */
+    if (cpus != NULL && pthread_attr_init(&pa) == 0) {
+      pap = &pa;
+      pthread_attr_setaffinity_np(&pa, sizeof *cpus, cpus);
+    }
     sigfillset(&all);                                 /* signals stay with the program's threads */
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    if (pthread_create(&pool.threads[pool.started], NULL, pool_main, NULL) == 0) pool.started++;
+    if (pthread_create(&pool.threads[pool.started], pap, pool_main, NULL) == 0) pool.started++;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pap != NULL) pthread_attr_destroy(&pa);
     if (pool.started == 0) {
       pool.head = pool.tail = NULL;
       pool.nq = 0;

@@ -206,6 +206,10 @@ URSA_HIDDEN int ursa__switch_traced(struct ursa__vp *vp, struct ursa__thread *fr
      URSA__SWITCH_RETURN_RAW(vp, from, to);                                               \
    } while (0)
 
+/* URSA_PIN (src/sched/vp.c): a kernel thread that ursa starts for its own work (the offload
+ * pool, src/io/) takes these CPUs, main's when the VPs started, rather than the one CPU of the
+ * pinned VP that starts it; NULL when the VPs are not pinned.  Set before the VPs start. */
+URSA_HIDDEN const void *ursa__pin_cpus(void);             /* a cpu_set_t */
 URSA_HIDDEN int  ursa__yield_involuntary(struct ursa__vp *vp);   /* src/model/ */
 URSA_HIDDEN int  ursa__block_slow(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock, uint64_t deadline);
 URSA_HIDDEN void ursa__timer_cancel(struct ursa__vp *vp, struct ursa__thread *t);

@@ -1159,8 +1159,9 @@ int ursa__smp_reserve(uint64_t live) {
  * created by main's and inherit its mask, so a VP that read its own mask found main's one CPU,
  * and every VP was pinned to it (2 VPs ran at one VP's speed: the CP producer/consumer at
  * --work 10^6, 0.178-0.189 s with URSA_PIN=1 against 0.096-0.100 s without).  ursa_fini gives
- * main's thread its mask back (pin_restore).  Written by main's kernel thread only, before the
- * VPs start (pthread_create orders it before their reads) and after they stopped. */
+ * main's thread its mask back (pin_restore); the offload pool's threads run on all of them
+ * (ursa__pin_cpus, src/io/).  Written by main's kernel thread only, before the VPs start
+ * (pthread_create orders it before their reads) and after they and the pool stopped. */
 static cpu_set_t pin_allowed;
 static bool pin_saved;
 
@@ -1179,6 +1180,8 @@ static void pin_to_cpu(unsigned index) {
     }
   }
 }
+
+const void *ursa__pin_cpus(void) { return pin_saved ? &pin_allowed : NULL; }
 
 static void pin_restore(void) {
   if (!pin_saved) return;
