@@ -125,7 +125,13 @@ struct ursa__slots {
   uint32_t           free_head;              /* index + 1 of the first free slot, 0 = none */
 };
 
-/* Process-wide settings, fixed by ursa_init. */
+/* Process-wide settings, fixed by ursa_init, and the few counters every VP shares.  Layout: every
+ * VP reads the settings on its hot paths, so nothing that is written often shares their cache
+ * lines: VP 0's descriptor (written at each of its switches), the live-thread count (an atomic
+ * add at every create, a subtract at every exit, on any VP) and the sleep counts (written when a
+ * VP sleeps or wakes) each start a line of their own.  Before, VP 0's switches and every create
+ * took the lines that held vps, nslots, sleepers and the policy from the other VPs' caches
+ * (issue #20: docs/ARCHITECTURE.md, "Shared lines"). */
 struct ursa__global {
   size_t   stack_size;               /* usable bytes of a default stack                         */
   size_t   stack_cache;
@@ -137,9 +143,9 @@ struct ursa__global {
   uint64_t next_id;                  /* one VP: the next id; SMP: next block of ids (atomic) */
   struct ursa__slots slots;
   ursa__spin_t slot_lock;            /* guards slots.free_head and growth when smp           */
-  struct ursa__vp vp0;
+  _Alignas(64) struct ursa__vp vp0;  /* (written by VP 0 at every switch: lines of its own)    */
   /* SMP (src/sched/) */
-  unsigned nvps;                     /* VPs, fixed by ursa_init                               */
+  _Alignas(64) unsigned nvps;        /* VPs, fixed by ursa_init                               */
   int      policy;                   /* enum ursa__policy                                     */
   unsigned pq_cap;                   /* Protect Queue capacity (rotator, lb2, steal)          */
   unsigned wq_cap;                   /* Waiver Queue capacity                                 */
@@ -149,12 +155,6 @@ struct ursa__global {
   int      smp_handoff;              /* a wake-up may take the inline hand-off (ursa__smp_handoff_ok):
                                         policy not global, no hard-build chaos (vp.c)          */
   struct ursa__vp **vps;             /* vps[i], vps[0] == &vp0                                */
-  int64_t  live;                     /* atomic: live threads (SMP)                            */
-  int64_t  daemons;                  /* atomic: threads that called ursa__daemon (counted in live
-                                        or nthreads, but keeping the process alive no longer)  */
-  int      sleepers;                 /* atomic: VPs asleep with no timer (vp.c)               */
-  int      solo_sleepers;            /* nvps - 1: sleepers when one VP is solo (ursa__solo)    */
-  int      idle_vps;                 /* atomic: VPs in their idle context (policy.c balances)  */
   int      steal_ok;                 /* an idle VP may take a stalled VP's ready threads (vp.c,
                                         "Stealing"): membarrier's expedited command registered */
   uint32_t timers_cap_all;           /* every VP's heap holds at least this many (SMP)        */
@@ -174,6 +174,14 @@ struct ursa__global {
                                         in the parent (several VPs, or forked by a kernel thread
                                         that was no VP): every call returns -ECHILD. Set by the
                                         fork handler (src/runtime/), never cleared             */
+  /* written at run time: a line each (see the top) */
+  _Alignas(64) int64_t live;         /* atomic: live threads (SMP)                            */
+  int64_t  daemons;                  /* atomic: threads that called ursa__daemon (counted in live
+                                        or nthreads, but keeping the process alive no longer)  */
+  _Alignas(64) int sleepers;         /* atomic: VPs asleep with no timer (vp.c)               */
+  int      solo_sleepers;            /* nvps - 1: sleepers when one VP is solo (ursa__solo,
+                                        which reads both: one line)                          */
+  int      idle_vps;                 /* atomic: VPs in their idle context (policy.c balances)  */
 };
 URSA_HIDDEN extern struct ursa__global ursa__g;
 

@@ -1214,7 +1214,10 @@ static void *vp_main(void *arg) {
 static int smp_state_init(struct ursa__vp *vp) {
   struct ursa__smp *x;
   int err;
-  if (URSA__FAIL() || (x = calloc(1, sizeof *x)) == NULL) return -ENOMEM;
+  /* 64-byte aligned, as its layout assumes (the Waiver Queue's head and tail, the inbox and the
+   * sleep word each on a line of their own; calloc gave 16 and shifted every line) */
+  if (URSA__FAIL() || (x = aligned_alloc(64, (sizeof *x + 63) & ~(size_t)63)) == NULL) return -ENOMEM;
+  memset(x, 0, sizeof *x);
   vp->x = x;
   ursa__vp_mode_set(vp);
   x->rng = 0x9e3779b97f4a7c15ull * (vp->index + 1);
