@@ -16,7 +16,11 @@ and the idle VPs' spinning (which does no read-modify-write) cancel out:
            or the I/O engine's eventfd write (a VP taken out of its sleep)
 Valgrind runs one kernel thread at a time, so these are the counts of one legal schedule: the
 idle VPs sleep between operations more often than on real cores, which makes wake-ups an upper
-bound.  URSA_ROTATE_US=0: callgrind cannot follow the balancing tick's signal.
+bound.  --fair-sched=yes: with Valgrind's default lock the running VP kept the CPU, the other VPs
+never ran, so never went to sleep, and the running VP was never solo (src/sched/vp.c): the ring's
+hand-off counted 2.0 read-modify-writes at 4 VPs and 4.0 at 8 and 16 (session 22; -2.0 to 4.0
+across pairs of runs), 0 with the fair lock at every VP count, as on real cores while the other
+VPs sleep.  URSA_ROTATE_US=0: callgrind cannot follow the balancing tick's signal.
 
 Usage: bench/count_shared_writes.py [--build DIR] [--vps 2,4,8,16] [--reps 3] [--json FILE]
   (DIR: a Release build with the benchmarks, default build-count; scripts/count-instructions.sh
@@ -86,7 +90,7 @@ def callgrind(exe, args, vps):
         path = f.name
     env = dict(os.environ, URSA_VPS=str(vps), URSA_ROTATE_US="0")
     try:
-        r = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes", "--compress-pos=no",
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--fair-sched=yes", "--dump-instr=yes", "--compress-pos=no",
                             "--compress-strings=no", "--callgrind-out-file=" + path, exe] + args,
                            env=env, capture_output=True, text=True)
         if r.returncode != 0:
