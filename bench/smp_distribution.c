@@ -33,12 +33,15 @@
  * mmap, no page fault).
  *
  * With "gaps" as a fifth argument each thread also reads the clock when it starts and when its
- * work ends, and a line "GAPS vp=i n=... median_ns=... mean_ns=..." per VP gives the gap between
- * the end of one thread's work and the start of the next thread on that VP: what a VP spends per
+ * work ends, and a line "GAPS vp=i n=... median_ns=... mean_ns=... work_median_ns=..." per VP
+ * gives the gap between the end of one thread's work and the start of the next thread on that
+ * VP: what a VP spends per
  * thread besides the work (the program's counter and gate wait, the switch, the scheduler's
  * step, the next thread's start; and the two clock reads).  Gaps over 1 ms (the VP slept, or was
  * descheduled) are left out.  A per-thread figure from ~2^k samples per run, much steadier than
  * the distribution time on a noisy machine; the clock reads make the run itself ~2% slower.
+ * work_median_ns on the same line: the median time of one thread's W ns of work on that VP (the
+ * calibration's accuracy, and whether computing beside the other VP slows the work itself).
  *
  * Usage: smp_distribution <rotator|lb2|global|steal> [N VPs = CPUs] [k = 12] [W = 2000 ns] [gaps]
  */
@@ -104,13 +107,18 @@ static int cmp_u64(const void *a, const void *b) {
  * work to the next one's start. */
 static void print_gaps(void) {
   uint64_t *key = calloc(nthreads, sizeof *key), *gap = calloc(nthreads, sizeof *gap);
+  uint64_t *busy = calloc(nthreads, sizeof *busy);
   unsigned v, i;
-  if (key == NULL || gap == NULL) bench_die("out of memory", ENOMEM);
+  if (key == NULL || gap == NULL || busy == NULL) bench_die("out of memory", ENOMEM);
   for (v = 0; v < nvps; v++) {
     unsigned n = 0, m = 0;
     double sum = 0;
     for (i = 0; i < nthreads; i++)            /* start time in the high bits, thread in the low 20 */
-      if (ran_on[i] == v) key[n++] = (t_begin[i] - t_begin[0] + (1ull << 40)) << 20 | i;
+      if (ran_on[i] == v) {
+        busy[n] = t_end[i] - t_begin[i];
+        key[n++] = (t_begin[i] - t_begin[0] + (1ull << 40)) << 20 | i;
+      }
+    qsort(busy, n, sizeof *busy, cmp_u64);
     qsort(key, n, sizeof *key, cmp_u64);
     for (i = 0; i + 1 < n; i++) {
       unsigned a = (unsigned)(key[i] & 0xfffff), b = (unsigned)(key[i + 1] & 0xfffff);
@@ -120,11 +128,12 @@ static void print_gaps(void) {
       }
     }
     qsort(gap, m, sizeof *gap, cmp_u64);
-    printf("GAPS vp=%u n=%u median_ns=%llu mean_ns=%.0f\n", v, m, m ? (unsigned long long)gap[m / 2] : 0ull,
-           m ? sum / m : 0.0);
+    printf("GAPS vp=%u n=%u median_ns=%llu mean_ns=%.0f work_median_ns=%llu\n", v, m,
+           m ? (unsigned long long)gap[m / 2] : 0ull, m ? sum / m : 0.0, n ? (unsigned long long)busy[n / 2] : 0ull);
   }
   free(key);
   free(gap);
+  free(busy);
 }
 
 int main(int argc, char **argv) {
