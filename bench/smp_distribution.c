@@ -35,9 +35,8 @@
  * With "gaps" as a fifth argument each thread also reads the clock when it starts and when its
  * work ends, and a line "GAPS vp=i n=... median_ns=... mean_ns=... work_median_ns=..." per VP
  * gives the gap between the end of one thread's work and the start of the next thread on that
- * VP: what a VP spends per
- * thread besides the work (the program's counter and gate wait, the switch, the scheduler's
- * step, the next thread's start; and the two clock reads).  Gaps over 1 ms (the VP slept, or was
+ * VP: what a VP spends per thread besides the work (the program's counter and gate wait, the
+ * switch, the scheduler's step, the next thread's start; and the two clock reads).  Gaps over 1 ms (the VP slept, or was
  * descheduled) are left out.  A per-thread figure from ~2^k samples per run, much steadier than
  * the distribution time on a noisy machine; the clock reads make the run itself ~2% slower.
  * work_median_ns on the same line: the median time of one thread's W ns of work on that VP (the
