@@ -20,7 +20,10 @@ bound.  --fair-sched=yes: with Valgrind's default lock the running VP kept the C
 never ran, so never went to sleep, and the running VP was never solo (src/sched/vp.c): the ring's
 hand-off counted 2.0 read-modify-writes at 4 VPs and 4.0 at 8 and 16 (session 22; -2.0 to 4.0
 across pairs of runs), 0 with the fair lock at every VP count, as on real cores while the other
-VPs sleep.  URSA_ROTATE_US=0: callgrind cannot follow the balancing tick's signal.
+VPs sleep.  With the fair lock, how long the other VPs stay awake at the start varies from run to
+run (each hand-off in that window makes 2 read-modify-writes), so the ring's two sizes are
+100,000 and 200,000 passes: at 20,000 and 40,000 the median of 3 pairs came out -0.62 and -0.55
+at 4 and 16 VPs, at these sizes within 0.1 of 0 (15 s of callgrind in all).  URSA_ROTATE_US=0: callgrind cannot follow the balancing tick's signal.
 
 Usage: bench/count_shared_writes.py [--build DIR] [--vps 2,4,8,16] [--reps 3] [--json FILE]
   (DIR: a Release build with the benchmarks, default build-count; scripts/count-instructions.sh
@@ -43,7 +46,7 @@ WAKE_CALLS = re.compile(r"^(syscall|write|eventfd_write|io_uring_.*)$")   # ... 
 # name, what one operation is, target, argv with {n}, the two sizes
 BENCHES = [
     ("hand-off", "ring pass (semaphore post + wait)", "smp_ring",
-     ["{vps}", "{n}", "100"], (20000, 40000)),
+     ["{vps}", "{n}", "100"], (100000, 200000)),
     ("yield", "ursa_yield (2 threads)", "smp_ring",
      ["{vps}", "100", "{n}"], (20000, 40000)),
     ("create+join", "thread created by main and joined", "ursa_create_join",
