@@ -23,7 +23,8 @@ across pairs of runs), 0 with the fair lock at every VP count, as on real cores 
 VPs sleep.  With the fair lock, how long the other VPs stay awake at the start varies from run to
 run (each hand-off in that window makes 2 read-modify-writes), so the ring's two sizes are
 100,000 and 200,000 passes: at 20,000 and 40,000 the median of 3 pairs came out -0.62 and -0.55
-at 4 and 16 VPs, at these sizes within 0.1 of 0 (15 s of callgrind in all).  URSA_ROTATE_US=0: callgrind cannot follow the balancing tick's signal.
+at 4 and 16 VPs, at these sizes within 0.1 of 0 (15 s of callgrind in all).
+URSA_ROTATE_US=0: callgrind cannot follow the balancing tick's signal.
 
 Usage: bench/count_shared_writes.py [--build DIR] [--vps 2,4,8,16] [--reps 3] [--json FILE]
   (DIR: a Release build with the benchmarks, default build-count; scripts/count-instructions.sh
