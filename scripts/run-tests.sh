@@ -54,25 +54,25 @@ ALL=(model plain debug asan ucontext tsan valgrind hard clang clang-asan clang-t
 # The one place that says how much slower a configuration runs its tests: every CTest timeout of
 # the configuration (60 s for a test of the list) is multiplied by FACTOR (the CMake cache
 # variable URSA_TEST_TIMEOUT_FACTOR, ../CMakeLists.txt).  SECONDS: what the whole configuration
-# (configure, build, tests) takes on the 2-core reference machine (a fresh clone, 2026-11-25:
-# 7m32s in all), for the time-left estimate
+# (configure, build, tests) takes on the 2-core reference machine (a fresh clone, 2026-11-27:
+# 14m27s in all), for the time-left estimate
 # (model runs no CTest, so has no factor).
 #            config          FACTOR SECONDS
 TABLE=$(cat <<'EOF'
-             model           -      50
-             plain           1      20
-             debug           1      20
-             asan            2      30
-             ucontext        1      20
-             tsan            3      45
-             valgrind        5      50
-             hard            1      30
-             clang           1      20
-             clang-asan      2      20
-             clang-tsan      3      30
-             clang-valgrind  5      50
-             clang-hard      1      25
-             aarch64         4      35
+             model           -      82
+             plain           1      48
+             debug           1      36
+             asan            2      62
+             ucontext        1      36
+             tsan            3      82
+             valgrind        5      119
+             hard            1      40
+             clang           1      34
+             clang-asan      2      45
+             clang-tsan      3      46
+             clang-valgrind  5      119
+             clang-hard      1      41
+             aarch64         4      76
 EOF
 )
 declare -A FACTOR EXPECT
