@@ -449,7 +449,7 @@ int upt_sig_kill(struct upt_thread *me, struct upt_thread *t, int sig) {
   /* seq_cst: pairs with upt_park's load after it registered its wait */
   __atomic_or_fetch(&t->sig_pending, bit(sig), __ATOMIC_SEQ_CST);
   if (t->sig_mask & bit(sig)) return 0;         /* pending until t unblocks it */
-  r = upt_sig_interrupt(t);
+  r = upt_sig_interrupt(t, bit(sig));
   /* t runs or is ready (or, with several VPs, is on its way into a wait, where its state is not
    * BLOCKED yet): let it go on a little, a few times, before leaving the signal pending for its
    * next wait or call.  A thread in a mutex wait (in_mwait, seq_cst: pairs with
@@ -458,7 +458,7 @@ int upt_sig_kill(struct upt_thread *me, struct upt_thread *t, int sig) {
               !__atomic_load_n(&t->in_mwait, __ATOMIC_SEQ_CST); i++) {
     (void)ursa_yield();
     if (!(__atomic_load_n(&t->sig_pending, __ATOMIC_SEQ_CST) & bit(sig))) return 0;   /* taken */
-    r = upt_sig_interrupt(t);
+    r = upt_sig_interrupt(t, bit(sig));
   }
   if (r > 0) return 0;                          /* t runs the handler in its wait */
   if (r == 0 && !ursa__thread_blocked(t->tok) && !__atomic_load_n(&t->in_mwait, __ATOMIC_SEQ_CST))

@@ -297,10 +297,19 @@ out:
 
 /* ---- signals: ending a wait (signal.c describes the protocol) -------------------------------- */
 
-int upt_sig_interrupt(struct upt_thread *t) {
+/* Only while the signal is still pending for t: a sender sets the bit, then comes here, and in
+ * between t may have taken the signal (its handler ran at the end of one wait, or before the
+ * next) and entered its next wait, which this would end with EINTR though no signal came during
+ * it (pt_conform's sig_eintr under cp-ts beside two busy loops: a stage ended with no handler run,
+ * ~1 run in 100).  t clears the bit only outside a registered wait (upt_sig_deliver runs after
+ * `out:` in upt_park clears cur_wait, or before the wait registers), and registering takes this
+ * lock, so a bit seen here under the lock belongs to the wait seen here. */
+int upt_sig_interrupt(struct upt_thread *t, uint64_t sigs) {
   int done = 0;
   upt_spin_lock(&t->lock);
-  if (t->cur_wait && !t->cur_wait->intr) {
+  if (!(__atomic_load_n(&t->sig_pending, __ATOMIC_SEQ_CST) & sigs)) {
+    done = 0;                                   /* taken already: its handler has run */
+  } else if (t->cur_wait && !t->cur_wait->intr) {
     done = -1;                                  /* a wait a signal does not end */
   } else
   if (upt_solo) {
@@ -387,7 +396,7 @@ int upt_sig_interrupt_one(int sig) {
     if (best == NULL) return 0;
     /* seq_cst: pairs with upt_park's load after it registered its wait */
     if (__atomic_fetch_or(&best->sig_pending, b, __ATOMIC_SEQ_CST) & b) return 1;   /* merged */
-    if (upt_sig_interrupt(best) <= 0) {
+    if (upt_sig_interrupt(best, b) <= 0) {
       /* its wait ended meanwhile (woken, timed out): take the signal back and look again, so
        * that it is not left pending in a thread that may never wait again; past it */
       if (__atomic_fetch_and(&best->sig_pending, ~b, __ATOMIC_SEQ_CST) & b) {

@@ -305,10 +305,11 @@ void upt_sig_deliver(struct upt_thread *me);
 static inline int upt_sig_ready(const struct upt_thread *me) {
   return upt_unlikely((__atomic_load_n(&me->sig_pending, __ATOMIC_RELAXED) & ~me->sig_mask) != 0);
 }
-/* Ends t's wait if a signal may end it (thread.c): 1 when it did, 0 when t is in no wait of the
- * layer (it runs, is ready, or waits in a mutex), -1 when it waits where a signal does not end the
- * wait (a barrier, a join). */
-int upt_sig_interrupt(struct upt_thread *t);
+/* Ends t's wait for the signal(s) of `sigs` (bits) if a signal may end it (thread.c): 1 when it
+ * did, 0 when t is in no wait of the layer (it runs, is ready, or waits in a mutex) or has taken
+ * those signals already, -1 when it waits where a signal does not end the wait (a barrier, a
+ * join). */
+int upt_sig_interrupt(struct upt_thread *t, uint64_t sigs);
 /* Ends one interruptible wait for sig that arrived while no thread ran (main first, then the
  * longest waiting; not a thread that blocks sig), marking sig pending there: 1 when it did. */
 int upt_sig_interrupt_one(int sig);
