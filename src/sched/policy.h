@@ -50,6 +50,33 @@ static inline bool ursa__pol_switch_needed(const struct ursa__vp *vp, uint32_t l
   }
 }
 
+/* Long queues: whether the policy's step (ursa__pol_switch at a switch, ursa__pol_create_step at
+ * ursa_create) runs now, once ursa__pol_switch_needed said it has something to do.  While vp
+ * holds at least 4 x the Protect Queue's capacity and no VP is idle, only every 8th time: what
+ * the step decides (pass half the difference to forward(i), take in what VP_backward passed)
+ * changes by a few threads of a long queue from one switch to the next, and each step reads the
+ * other VPs' lines (forward(i)'s load and Waiver Queue, VP_backward's Waiver Queue, the idle
+ * count), a miss whenever that VP wrote them meanwhile; and the writer's next store to the line
+ * waits for it in turn.  An idle VP, or a short queue, gets the step at every switch and create
+ * as before.  Measured on the distribution experiment at 2 VPs (a copy of smp_distribution.c
+ * that repeats the measurement 200 times per process, medians of each process, 4 rounds in turn
+ * with the code before and with the gate at ursa_create only):
+ *
+ *                        distributed (ms)          the 4,096 creates on VP 0 (ms)
+ *   before               4.004 4.023 4.026 4.064   0.204 0.203 0.215 0.249
+ *   gate at create only  3.939 4.003 4.018 4.040   0.199 0.200 0.199 0.252
+ *   gate at both         3.847 3.868 3.887 4.111   0.126 0.131 0.163 0.185
+ *
+ * So the creates gain from VP 1's switches: VP 1, running the threads it was passed one after
+ * another, no longer reads VP 0's queue lines at each of them while VP 0 writes them. */
+#define URSA__STEP_LONG  4u                /* x the Protect Queue's capacity */
+#define URSA__STEP_EVERY 8u                /* a power of two */
+static inline bool ursa__pol_step_due(struct ursa__vp *vp, uint32_t len) {
+  struct ursa__smp *x = vp->x;
+  if (ursa_likely(len < URSA__STEP_LONG * ursa__g.pq_cap) || ursa__pol_keep(vp) == 1) return true;
+  return (++x->step_skip & (URSA__STEP_EVERY - 1)) == 0;
+}
+
 /* The policy's step at ursa_create (policy.c): ursa__pol_switch, but batches (rotator).  len:
  * vp's Protect Queue length (ursa__pq_len), which the caller has just read. */
 URSA_HIDDEN void ursa__pol_create_step(struct ursa__vp *vp, uint32_t len);

@@ -34,6 +34,9 @@ struct ursa__smp {
   void                *kstack;        /* its stack (mapped by ursa, so nothing stays cached)     */
   void                *altstack;      /* its alternate signal stack                             */
   uint8_t              in_idle;       /* counted in ursa__g.idle_vps                            */
+  uint8_t              step_skip;     /* switches and creates since the policy's last step
+                                         while the Protect Queue was long (policy.h,
+                                         ursa__pol_step_due)                                    */
 
   /* the Waiver Queue: pushed by the owner, popped by forward(i) (rotator) or by any VP under
    * wq_lock (lb2); and the work-stealing deque (steal) */

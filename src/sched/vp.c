@@ -484,7 +484,8 @@ void ursa__smp_balance(struct ursa__vp *vp) {
 void ursa__smp_start(struct ursa__vp *self, struct ursa__thread *t, struct ursa__vp *where) {
   if (ursa__g.policy == URSA__POL_ROTATOR && where == self && t->region == NULL && !t->pinned) {
     uint32_t len = pq_push(self, t);
-    if (ursa_unlikely(ursa__pol_switch_needed(self, len))) ursa__pol_create_step(self, len);
+    if (ursa_unlikely(ursa__pol_switch_needed(self, len)) && ursa__pol_step_due(self, len))
+      ursa__pol_create_step(self, len);
     return;
   }
   ready(self, t, where);
@@ -507,7 +508,7 @@ static URSA_NOINLINE struct ursa__thread *pick_slow(struct ursa__vp *vp, const s
       __atomic_load_n(&ursa__g.idle_vps, __ATOMIC_RELAXED) > (int)x->in_idle)
     ursa__regions_balance(vp, stays);                  /* give an idle VP a whole region */
   len = pq_len(vp);
-  if (ursa_unlikely(ursa__pol_switch_needed(vp, len))) ursa__pol_switch(vp, len);
+  if (ursa_unlikely(ursa__pol_switch_needed(vp, len)) && ursa__pol_step_due(vp, len)) ursa__pol_switch(vp, len);
   for (;;) {
     struct ursa__vp *home;
 #if URSA_TEST_HARD
