@@ -42,11 +42,18 @@
  * work_median_ns on the same line: the median time of one thread's W ns of work on that VP (the
  * calibration's accuracy, and whether computing beside the other VP slows the work itself).
  *
- * Usage: smp_distribution <rotator|lb2|global|steal> [N VPs = CPUs] [k = 12] [W = 2000 ns] [gaps]
+ * With "repeat=R" (R >= 2) the warm-up and the measurement run R times in one process, and value,
+ * created_ms and the fork-all time are the medians of the R; per_vp and "gaps" are the last
+ * repetition's, reached=1 only if every repetition reached S, and reps=R is added to the lines.
+ * A tool for comparing two builds of the library on a noisy machine (the repetitions of one
+ * process spread several times less than separate processes do); make bench runs the single
+ * fork, the paper's experiment.
+ *
+ * Usage: smp_distribution <rotator|lb2|global|steal> [N VPs = CPUs] [k = 12] [W = 2000 ns] [gaps] [repeat=R]
  */
 #include "smp_common.h"
 
-#define USAGE "smp_distribution <rotator|lb2|global|steal> [VPs = CPUs] [k = 12, 1..20] [work ns = 2000] [gaps]"
+#define USAGE "smp_distribution <rotator|lb2|global|steal> [VPs = CPUs] [k = 12, 1..20] [work ns = 2000] [gaps] [repeat=R]"
 
 struct counter { _Alignas(64) unsigned n; };
 
@@ -135,16 +142,33 @@ static void print_gaps(void) {
   free(busy);
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, unsigned n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 int main(int argc, char **argv) {
   ursa_thread_t *th;
   ursa_attr_t attr;
   uint64_t t0, t_created;
-  unsigned i, k = 12, sum = 0, fair;
+  unsigned i, k = 12, sum = 0, fair, reps = 1, rep, all_reached = 1;
   uint64_t work_ns = 2000;
   int policy, gaps = 0;
-  char per_vp[SMP_MAX_VPS * 12] = "", impl[64];
-  if (argc == 6 && strcmp(argv[5], "gaps") == 0) argc = 5, gaps = 1;
-  if (argc < 2 || argc > 5 || (policy = smp_policy(argv[1])) == 0) {
+  double *ms_share, *ms_created, *ms_all;
+  char per_vp[SMP_MAX_VPS * 12] = "", impl[64], reps_field[32] = "";
+  while (argc > 5) {                       /* "gaps" and "repeat=R", in either order */
+    if (strcmp(argv[argc - 1], "gaps") == 0 && !gaps) gaps = 1;
+    else if (strncmp(argv[argc - 1], "repeat=", 7) == 0 && reps == 1)
+      reps = (unsigned)smp_uint(argv[argc - 1] + 7, "repeat", USAGE);
+    else break;
+    argc--;
+  }
+  if (argc < 2 || argc > 5 || reps < 1 || reps > 100000 || (policy = smp_policy(argv[1])) == 0) {
     fprintf(stderr, "usage: %s\n", USAGE);
     return 2;
   }
@@ -162,7 +186,11 @@ int main(int argc, char **argv) {
   th = calloc(nthreads, sizeof *th);
   ran = calloc(nthreads, 1);
   work_out = calloc(nthreads, sizeof *work_out);
-  if (th == NULL || ran == NULL || work_out == NULL) bench_die("out of memory", ENOMEM);
+  ms_share = calloc(reps, sizeof *ms_share);
+  ms_created = calloc(reps, sizeof *ms_created);
+  ms_all = calloc(reps, sizeof *ms_all);
+  if (th == NULL || ran == NULL || work_out == NULL || ms_share == NULL || ms_created == NULL || ms_all == NULL)
+    bench_die("out of memory", ENOMEM);
   if (gaps) {
     t_begin = calloc(nthreads, sizeof *t_begin);
     t_end = calloc(nthreads, sizeof *t_end);
@@ -193,49 +221,68 @@ int main(int argc, char **argv) {
   BENCH_CHECK(ursa_sem_init(&gate, 0));
   BENCH_CHECK(ursa_sem_init(&all_done, 0));
 
-  /* warm-up: 2^k threads bound to VP 0 map and touch 2^k stacks, which return to VP 0's pool */
-  BENCH_CHECK(ursa_attr_init(&attr));
-  BENCH_CHECK(ursa_attr_setvp(&attr, 0));
-  BENCH_CHECK(ursa_attr_setbound(&attr, 1));
-  for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_create(&th[i], &attr, nothing, NULL));
-  for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_join(th[i], NULL));
-  BENCH_CHECK(ursa_attr_destroy(&attr));
+  for (rep = 0; rep < reps; rep++) {
+    if (rep > 0) {                         /* a fresh start: counters, marks, the clock reads */
+      memset(started, 0, sizeof started);
+      memset(ran, 0, nthreads);
+      vps_at_share = finished_all = 0;
+      t_share = t_all = 0;
+      sum = 0;
+      per_vp[0] = '\0';
+    }
+    /* warm-up: 2^k threads bound to VP 0 map and touch 2^k stacks, which return to VP 0's pool */
+    BENCH_CHECK(ursa_attr_init(&attr));
+    BENCH_CHECK(ursa_attr_setvp(&attr, 0));
+    BENCH_CHECK(ursa_attr_setbound(&attr, 1));
+    for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_create(&th[i], &attr, nothing, NULL));
+    for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_join(th[i], NULL));
+    BENCH_CHECK(ursa_attr_destroy(&attr));
 
-  t0 = bench_now_ns();
-  for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_create(&th[i], NULL, member, (void *)(uintptr_t)i));
-  t_created = bench_now_ns();
-  BENCH_CHECK(ursa_sem_wait(&all_done));
-  if (__atomic_load_n(&vps_at_share, __ATOMIC_ACQUIRE) < nvps) t_share = t_all;
+    t0 = bench_now_ns();
+    for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_create(&th[i], NULL, member, (void *)(uintptr_t)i));
+    t_created = bench_now_ns();
+    BENCH_CHECK(ursa_sem_wait(&all_done));
+    if (__atomic_load_n(&vps_at_share, __ATOMIC_ACQUIRE) < nvps) {
+      t_share = t_all;
+      all_reached = 0;
+    }
 
-  for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_sem_post(&gate));
-  for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_join(th[i], NULL));
+    for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_sem_post(&gate));
+    for (i = 0; i < nthreads; i++) BENCH_CHECK(ursa_join(th[i], NULL));
 
-  for (i = 0; i < nvps; i++) {
-    size_t len = strlen(per_vp);
-    snprintf(per_vp + len, sizeof per_vp - len, "%s%u", i ? "," : "", started[i].n);
-    sum += started[i].n;
-  }
-  for (i = 0; i < nthreads; i++)
-    if (ran[i] != 1 || work_out[i] != work(work_iters, i)) {
-      fprintf(stderr, "smp_distribution: thread %u started %u times, or its work is wrong\n", i, ran[i]);
+    for (i = 0; i < nvps; i++) {
+      size_t len = strlen(per_vp);
+      snprintf(per_vp + len, sizeof per_vp - len, "%s%u", i ? "," : "", started[i].n);
+      sum += started[i].n;
+    }
+    for (i = 0; i < nthreads; i++)
+      if (ran[i] != 1 || work_out[i] != work(work_iters, i)) {
+        fprintf(stderr, "smp_distribution: thread %u started %u times, or its work is wrong\n", i, ran[i]);
+        return 1;
+      }
+    if (sum != nthreads || finished_all != nthreads) {
+      fprintf(stderr, "smp_distribution: %u threads counted, %u created\n", sum, nthreads);
       return 1;
     }
-  if (sum != nthreads || finished_all != nthreads) {
-    fprintf(stderr, "smp_distribution: %u threads counted, %u created\n", sum, nthreads);
-    return 1;
+    ms_share[rep] = (double)(t_share - t0) / 1e6;
+    ms_created[rep] = (double)(t_created - t0) / 1e6;
+    ms_all[rep] = (double)(t_all - t0) / 1e6;
   }
+  if (reps > 1) snprintf(reps_field, sizeof reps_field, " reps=%u", reps);
   snprintf(impl, sizeof impl, "ursa-%s-%uvp", ursa_sched_policy(), nvps);
-  printf("RESULT bench=smp-distribution impl=%s value=%.4f unit=ms n=%u reached=%d share=%u "
-         "per_vp=%s created_ms=%.4f work_ns=%llu ideal_ms=%.4f\n",
-         impl, (double)(t_share - t0) / 1e6, nthreads,
-         vps_at_share >= nvps ? 1 : 0, share, per_vp, (double)(t_created - t0) / 1e6,
-         (unsigned long long)work_ns, (double)share * (double)work_ns / 1e6);
-  printf("RESULT bench=smp-fork-all impl=%s value=%.4f unit=ms n=%u per_vp=%s\n",
-         impl, (double)(t_all - t0) / 1e6, nthreads, per_vp);
+  printf("RESULT bench=smp-distribution impl=%s value=%.4f unit=ms n=%u reached=%u share=%u "
+         "per_vp=%s created_ms=%.4f work_ns=%llu ideal_ms=%.4f%s\n",
+         impl, median(ms_share, reps), nthreads, all_reached, share, per_vp, median(ms_created, reps),
+         (unsigned long long)work_ns, (double)share * (double)work_ns / 1e6, reps_field);
+  printf("RESULT bench=smp-fork-all impl=%s value=%.4f unit=ms n=%u per_vp=%s%s\n",
+         impl, median(ms_all, reps), nthreads, per_vp, reps_field);
   if (gaps) print_gaps();
   fflush(stdout);
   BENCH_CHECK(ursa_fini());
   free(th);
   free(ran);
+  free(ms_share);
+  free(ms_created);
+  free(ms_all);
   return 0;
 }
