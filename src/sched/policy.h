@@ -58,17 +58,13 @@ static inline bool ursa__pol_switch_needed(const struct ursa__vp *vp, uint32_t l
  * other VPs' lines (forward(i)'s load and Waiver Queue, VP_backward's Waiver Queue, the idle
  * count), a miss whenever that VP wrote them meanwhile; and the writer's next store to the line
  * waits for it in turn.  An idle VP, or a short queue, gets the step at every switch and create
- * as before.  Measured on the distribution experiment at 2 VPs (a copy of smp_distribution.c
- * that repeats the measurement 200 times per process, medians of each process, 4 rounds in turn
- * with the code before and with the gate at ursa_create only):
- *
- *                        distributed (ms)          the 4,096 creates on VP 0 (ms)
- *   before               4.004 4.023 4.026 4.064   0.204 0.203 0.215 0.249
- *   gate at create only  3.939 4.003 4.018 4.040   0.199 0.200 0.199 0.252
- *   gate at both         3.847 3.868 3.887 4.111   0.126 0.131 0.163 0.185
- *
- * So the creates gain from VP 1's switches: VP 1, running the threads it was passed one after
- * another, no longer reads VP 0's queue lines at each of them while VP 0 writes them. */
+ * as before.  Measured on the distribution experiment at 2 VPs, `smp_distribution rotator 2 12 2000
+ * repeat=200` linked against the library before and after, 11 rounds (the older first in 5, then
+ * in the order new, old, old, new),
+ * medians of the rounds: distributed 4.353 -> 4.270 ms, the 4,096 creates on VP 0 0.221 -> 0.208
+ * ms.  With the gate at ursa_create only (a hand-made copy of the program, 4 rounds) the creates
+ * did not change (0.199-0.252 ms against 0.203-0.249): what they gain is VP 1's switches, which
+ * no longer read VP 0's queue lines at each of them while VP 0 writes them. */
 #define URSA__STEP_LONG  4u                /* x the Protect Queue's capacity */
 #define URSA__STEP_EVERY 8u                /* a power of two */
 static inline bool ursa__pol_step_due(struct ursa__vp *vp, uint32_t len) {
