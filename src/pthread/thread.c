@@ -977,14 +977,17 @@ UPT_EXPORT int pthread_getcpuclockid(pthread_t th, clockid_t *clock) {
  * signal on its kernel thread, whose trampoline runs the handler at once (or leaves it pending
  * when the thread blocks it); to another ursa thread, with a handler of the program, it is
  * pending for that thread and ends its wait (upt_sig_kill); without one (SIG_DFL, SIG_IGN) it
- * goes to the process.  sig 0 tells whether the thread exists. */
+ * goes to the process.  sig 0 tells whether the thread exists.  A thread that has ended but is
+ * not joined (or detached and gone) still exists: its ID stays valid until then, so the answer
+ * is 0 and the signal goes nowhere (POSIX.1-2024; glibc since 2.34, whose earlier ESRCH here
+ * raced with every sender that saw the thread a moment before it ended). */
 UPT_EXPORT int pthread_kill(pthread_t th, int sig) {
   struct upt_thread *t;
   UPT_ENTER(me);
   if (me == NULL || !is_record(th)) return REAL(pthread_kill)(th, sig);
-  if ((t = upt_record(th)) == NULL || __atomic_load_n(&t->finished, __ATOMIC_ACQUIRE)) return ESRCH;
+  if ((t = upt_record(th)) == NULL) return ESRCH;
   if (sig < 0 || sig >= NSIG) return EINVAL;
-  if (sig == 0) return 0;
+  if (sig == 0 || __atomic_load_n(&t->finished, __ATOMIC_ACQUIRE)) return 0;
   if (t == me) return upt_sig_self(me, sig);
   if (upt_sig_handled(sig)) return upt_sig_kill(me, t, sig);
   return kill(getpid(), sig) == 0 ? 0 : errno;

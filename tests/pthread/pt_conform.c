@@ -1438,6 +1438,45 @@ static void case_sig_eintr(void) {
   CHECK_EQ(pthread_kill(pthread_self(), 12345), EINVAL);
 }
 
+/* pthread_kill to a thread that has ended but is not joined yet: its ID stays valid until the
+ * join, so the answer is 0 and the signal goes nowhere (POSIX.1-2024; glibc since 2.34); the join
+ * then gets the thread's value.  The thread's key destructor posts a semaphore as its last act
+ * before the thread ends: at 1 VP (cm) main runs again only once the thread has ended, so every
+ * kill below meets an ended thread; at 2 VPs the first may come a moment before, and answers 0
+ * too.  The layer answered ESRCH for an ended thread, which sig_eintr's sender met when the
+ * sleeper ended between its look at the stage and its kill (CI, the hard build under cp-ts). */
+static sem_t ended_sem;
+static pthread_key_t ended_key;
+static void ended_dtor(void *v) {
+  (void)v;
+  CHECK_EQ(sem_post(&ended_sem), 0);
+}
+static void *ended_thread(void *a) {
+  CHECK_EQ(pthread_setspecific(ended_key, a), 0);
+  return a;
+}
+
+static void case_sig_kill_ended(void) {
+  pthread_t t;
+  void *r;
+  int i;
+  CHECK_EQ(sem_init(&ended_sem, 0, 0), 0);
+  CHECK_EQ(pthread_key_create(&ended_key, ended_dtor), 0);
+  handle(SIGUSR1, on_sig_note);
+  t = spawn(ended_thread, (void *)(intptr_t)7);
+  sem_wait_eintr(&ended_sem);
+  for (i = 0; i < 100; i++) {
+    CHECK_EQ(pthread_kill(t, SIGUSR1), 0);
+    CHECK_EQ(pthread_kill(t, 0), 0);
+    CHECK_EQ(pthread_kill(t, -1), EINVAL);         /* an invalid signal: still EINVAL */
+    sched_yield();
+  }
+  CHECK_EQ(pthread_join(t, &r), 0);
+  CHECK_EQ((intptr_t)r, 7);
+  CHECK_EQ(pthread_key_delete(ended_key), 0);
+  CHECK_EQ(sem_destroy(&ended_sem), 0);
+}
+
 /* pthread_kill to a thread blocked in pthread_rwlock_rdlock runs the handler in that thread,
  * which then goes on waiting (the suite's rwlock tests). */
 static pthread_rwlock_t sig_rw = PTHREAD_RWLOCK_INITIALIZER;
@@ -1668,7 +1707,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
   { "once_cancel", case_once_cancel }, { "mutex_handover", case_mutex_handover }, { "mutex_timed_race", case_mutex_timed_race },
   { "io_pipe", case_io_pipe }, { "io_echo", case_io_echo }, { "io_cancel", case_io_cancel },
   { "io_modes", case_io_modes }, { "io_poll", case_io_poll },
-  { "sig_post", case_sig_post }, { "sig_eintr", case_sig_eintr },
+  { "sig_post", case_sig_post }, { "sig_eintr", case_sig_eintr }, { "sig_kill_ended", case_sig_kill_ended },
   { "sig_kill_rwlock", case_sig_kill_rwlock }, { "sig_kill_mutex", case_sig_kill_mutex },
   { "sig_mask", case_sig_mask },
   { "sig_storm", case_sig_storm },
