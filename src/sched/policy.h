@@ -61,9 +61,10 @@ static inline bool ursa__pol_switch_needed(const struct ursa__vp *vp, uint32_t l
  * as before.  Measured on the distribution experiment at 2 VPs, `smp_distribution rotator 2 12
  * 2000 repeat=200` linked against the library before and after, 11 rounds (the older first in 5,
  * then in the order new, old, old, new), medians of the rounds: distributed 4.353 -> 4.270 ms,
- * the 4,096 creates on VP 0 0.221 -> 0.208 ms.  With the gate at ursa_create only (a hand-made copy of the program, 4 rounds) the creates
- * did not change (0.199-0.252 ms against 0.203-0.249): what they gain is VP 1's switches, which
- * no longer read VP 0's queue lines at each of them while VP 0 writes them. */
+ * the 4,096 creates on VP 0 0.221 -> 0.208 ms.  With the gate at ursa_create only (a hand-made
+ * copy of the program, 4 rounds) the creates did not change (0.199-0.252 ms against
+ * 0.203-0.249): what they gain is VP 1's switches, which no longer read VP 0's queue lines at
+ * each of them while VP 0 writes them. */
 #define URSA__STEP_LONG  4u                /* x the Protect Queue's capacity */
 #define URSA__STEP_EVERY 8u                /* a power of two */
 static inline bool ursa__pol_step_due(struct ursa__vp *vp, uint32_t len) {
