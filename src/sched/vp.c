@@ -633,8 +633,9 @@ int ursa__smp_block(struct ursa__vp *vp, int kind, void *obj, ursa__spin_t *lock
  * the tests that solo_path stands for. */
 URSA_HOT_ALIGN int ursa__smp_block_solo(struct ursa__vp *vp, int kind, void *obj) {
   struct ursa__thread *cur = vp->cur, *next;
-  URSA_ASSERT(ursa__solo() && vp->solo_path);
-  block_mark(vp, cur, kind, obj, NULL);
+  URSA_ASSERT(ursa__solo() && vp->solo_path && cur->timer_vp == NULL);
+  ursa__set_blocked(cur, kind, obj);                   /* block_mark but wait_lock, which only */
+  vp->stats.blocks++;                                  /* the timer of a timed wait reads      */
   if ((next = pick_handoff_in(vp, true)) != NULL) return switch_solo(vp, cur, next, true);
   return switch_slow(vp, cur);
 }

@@ -182,9 +182,15 @@ static URSA_NOINLINE URSA_HOT_ALIGN int sem_post_solo(struct ursa__vp *vp, struc
     x->value++;
     return 0;
   }
-  if (ursa_unlikely(ursa__waiter_is_call(w))) return sem_post_slow(vp, x);
+  /* heap_idx != 0: a call waiter (URSA__WAITER_CALL) or a thread whose timer is armed.  While
+   * this VP is solo that is every waiter with a timer, so timer_vp (on a colder line of the
+   * descriptor) need not be read: a VP whose heap holds a timer sleeps with a deadline and is not
+   * counted in sleepers (src/sched/vp.c, "Solo"), and a timer that fired on this VP took its
+   * thread off the queue and cleared timer_vp in the same step (ursa__smp_timers_fire). */
+  if (ursa_unlikely(__atomic_load_n(&w->heap_idx, __ATOMIC_RELAXED) != 0)) return sem_post_slow(vp, x);
   t = ursa__thread_of(w);
-  if (ursa_unlikely(t->timer_vp != NULL) || !ursa__smp_handoff_fits(vp, t)) return sem_post_slow(vp, x);
+  URSA_ASSERT(t->timer_vp == NULL);
+  if (!ursa__smp_handoff_fits(vp, t)) return sem_post_slow(vp, x);
   x->q.head = w->qnext;                                /* ursa__q_pop, with w known */
   if (x->q.head) x->q.head->qprev = NULL; else x->q.tail = NULL;
   t->w.wake_result = 0;                                /* as ursa__smp_wake_fast */
