@@ -81,13 +81,13 @@ struct ursa__thread {
   ursa__spin_t         lock;         /* guards state ZOMBIE, joiner and detached across VPs      */
   uint8_t              claim;        /* atomic: 1 once a waker or the timer owns t's timed wait  */
   uint8_t              pinned;       /* URSA__PIN_*: whether t runs on home only (below)         */
+  uint8_t              hog;          /* ran a whole balancing period or a quantum: its next
+                                        wake-up may send it back to its idle VP (vp.c, spread) */
   uint8_t              handed;       /* READY through a wake-up's hand-off (sched.h,
                                         ursa__smp_handoff: 1) and not queued since (vp.c,
                                         pq_push: 0); read only while t waits in runq.next: the
                                         balancing tick leaves it to its waker's VP while that
                                         VP switches often (src/sched/policy.c, ursa__pol_timer) */
-  uint8_t              hog;          /* ran a whole balancing period or a quantum: its next
-                                        wake-up may send it back to its idle VP (vp.c, spread) */
   uint8_t              daemon;       /* ursa__daemon: counted in ursa__g.daemons until it ends */
   uint32_t             pin_depth;    /* ursa_vp_pin nesting                                      */
   uint32_t             preempt_off;  /* ursa_preempt_disable nesting (src/model/preempt.c)       */
@@ -134,6 +134,8 @@ static inline uint8_t ursa__get_state(const struct ursa__thread *t) {
 }
 
 
+_Static_assert(offsetof(struct ursa__thread, hog) == offsetof(struct ursa__thread, pinned) + 1,
+               "pinned and hog are read as one 16-bit word (src/sched/sched.h, ursa__smp_runs_here)");
 _Static_assert(sizeof(struct ursa__waiter) == 40, "struct ursa__waiter: 40 bytes expected on LP64");
 _Static_assert(offsetof(struct ursa__thread, w) == 0 && offsetof(struct ursa__thread, ctx) == URSA__CTX_BASE,
                "the waiter is the descriptor's head and the context follows it (arch/ctx_base.h)");

@@ -12,6 +12,8 @@
 #include "../core/backtrace.h"
 #include "waiter.h"
 
+#include <string.h>                               /* memcpy (ursa__smp_runs_here) */
+
 /* ---- wait queues (queue.h-style inline helpers) -----------------------------------------------
  * A wait queue holds waiters (core/thread.h): a thread's (&t->w) or a call waiter.  An object of
  * src/sync/ has one operation per kind of wait that takes the caller's unit or queues a waiter,
@@ -320,17 +322,19 @@ static inline void ursa__pq_exit(struct ursa__vp *vp) {
  * or pinned to self (main woken by a join, a bound thread at home, a thread pinned here for a
  * while), which runs nowhere else anyway.  (vp.c's pick_handoff_in takes such a thread from
  * runq.next on the same terms, without the hog test, which only a wake-up reads.)  The first
- * test is the common case's only one (pinned and hog in one load: the compiler merges them). */
+ * test is the common case's only one: pinned and hog, adjacent, in one 16-bit load. */
 static inline bool ursa__smp_runs_here(const struct ursa__vp *self, const struct ursa__thread *t) {
-  return (t->pinned | t->hog) == 0 || (!t->hog && t->home == self);
+  uint16_t pin_hog;                                    /* pinned and hog, adjacent (core/thread.h) */
+  memcpy(&pin_hog, (const char *)t + offsetof(struct ursa__thread, pinned), sizeof pin_hog);
+  return ursa_likely(pin_hog == 0) || (!t->hog && t->home == self);
 }
 /* (ursa__smp_handoff_fits: the tests of the queue and of t, for callers that know the policy's
  * part holds: self->solo_path, core/vp.h) */
 static inline bool ursa__smp_handoff_fits(const struct ursa__vp *self, const struct ursa__thread *t) {
   const struct ursa__runq *q = &self->runq;
-  return __atomic_load_n(&q->next, __ATOMIC_RELAXED) == NULL &&
-         __atomic_load_n(&q->head, __ATOMIC_RELAXED) == q->tail && q->xhead == NULL &&
-         t->region == NULL && ursa__smp_runs_here(self, t);
+  return ursa_likely(__atomic_load_n(&q->next, __ATOMIC_RELAXED) == NULL) &&   /* (layout: the */
+         __atomic_load_n(&q->head, __ATOMIC_RELAXED) == q->tail && q->xhead == NULL &&   /* hand-off */
+         t->region == NULL && ursa__smp_runs_here(self, t);                           /* falls through) */
 }
 static inline bool ursa__smp_handoff_ok(const struct ursa__vp *self, const struct ursa__thread *t) {
   return ursa__smp_handoff_fits(self, t) && ursa__g.smp_handoff;

@@ -531,6 +531,13 @@ static URSA_NOINLINE struct ursa__thread *pick_slow(struct ursa__vp *vp, const s
   return t;
 }
 
+/* Whether VP backward's Waiver Queue, which this VP drains (the rotator's; NULL for the other
+ * policies), is empty.  Laid out for the default policy, the rotator: its queue is there. */
+static inline bool bwd_wq_empty(const struct ursa__smp *x) {
+  const struct ursa__wq *b = x->bwd_wq;
+  return ursa_likely(b != NULL) ? ursa__wq_empty(b) : true;
+}
+
 /* The common case of pick() inline: a hand-off.  The thread just woken here waits alone in
  * runq.next (ring and overflow list empty), nothing arrived from other VPs (inbox, region moves),
  * regions are not balanced automatically, the policy has nothing to move at this switch (with one
@@ -545,7 +552,7 @@ static inline struct ursa__thread *pick_handoff_in(struct ursa__vp *vp, const bo
                    __atomic_load_n(&x->moves, __ATOMIC_RELAXED)) == 0 &&
                   (solo_path || !ursa__g.region_balance) && t->region == NULL &&
                   (!t->pinned || t->home == vp) &&
-                  (x->bwd_wq == NULL || ursa__wq_empty(x->bwd_wq)))) {
+                  bwd_wq_empty(x))) {
     q->next = NULL;
     URSA_ASSERT(ursa__get_state(t) == URSA__READY);
     t->vp = vp;

@@ -93,10 +93,10 @@ static URSA_NOINLINE int sem_wait_slow(struct ursa__vp *vp, struct ursa__sem *x,
  * here nothing between the elided lock and the release (ursa__smp_block_solo, before its pick) can
  * kick, so there is nothing to make real.  The instructions of the noting and of its release are
  * what the 2-VP thread-ring spent on the lock (issue #20).  Frameless: every call is a tail call. */
-static URSA_NOINLINE URSA_HOT_ALIGN int sem_wait_solo(struct ursa__vp *vp, struct ursa__sem *x, uint64_t deadline) {
+static URSA_NOINLINE URSA_HOT_ALIGN int sem_wait_solo(struct ursa__vp *vp, struct ursa__sem *x) {
   struct ursa__thread *cur;
-  if (ursa_unlikely(!vp->solo_path || deadline != 0 || !ursa__solo()))   /* (core/vp.h) */
-    return sem_wait_slow(vp, x, deadline);
+  if (ursa_unlikely(!vp->solo_path || !ursa__solo()))   /* (core/vp.h) */
+    return sem_wait_slow(vp, x, 0);
   vp->stats.p_ops++;
   if (ursa_likely(x->value > 0)) {
     x->value--;
@@ -109,19 +109,24 @@ static URSA_NOINLINE URSA_HOT_ALIGN int sem_wait_solo(struct ursa__vp *vp, struc
   return ursa__smp_block_solo(vp, URSA__W_SEM, x);     /* no lock to release */
 }
 
-static int sem_wait(ursa_sem_t *s, uint64_t deadline) {
+/* The untimed wait's solo copy takes no deadline: no argument to set, none to test. */
+URSA_HOT_ALIGN int ursa_sem_wait(ursa_sem_t *s) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
-  if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_wait_solo(vp, x, deadline);   /* or slow */
-  return sem_wait_(vp, x, deadline, URSA__FAST);
+  if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_wait_solo(vp, x);   /* or slow */
+  return sem_wait_(vp, x, 0, URSA__FAST);
 }
-
-URSA_HOT_ALIGN int ursa_sem_wait(ursa_sem_t *s) { return sem_wait(s, 0); }
 
 int ursa_sem_timedwait(ursa_sem_t *s, int clock, const struct timespec *abstime) {
   uint64_t d;
   int err = ursa__deadline(clock, abstime, &d);
-  return err ? err : sem_wait(s, d);
+  if (err) return err;
+  {
+    SEM_OR_RETURN(x, s);
+    URSA_VP_OR_RETURN(vp);
+    if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_wait_slow(vp, x, d);
+    return sem_wait_(vp, x, d, URSA__FAST);
+  }
 }
 
 /* The waiter interface (waiter.h). */
@@ -160,7 +165,7 @@ static URSA__ALWAYS_INLINE int sem_post_(struct ursa__vp *vp, struct ursa__sem *
 }
 
 /* The checked copies (several VPs, tracing, cp-ts) end in the preemption point (src/model/). */
-static URSA_NOINLINE int sem_post_slow(struct ursa__vp *vp, struct ursa__sem *x) {
+static URSA_NOINLINE int sem_post_slow(struct ursa__sem *x, struct ursa__vp *vp) {
   int r = (vp->mode == URSA__SMPMODE) ? sem_post_(vp, x, URSA__SMPMODE) : sem_post_(vp, x, URSA__CHECKED);
   ursa__preempt_point(vp);
   return r;
@@ -171,14 +176,15 @@ static URSA_NOINLINE int sem_post_slow(struct ursa__vp *vp, struct ursa__sem *x)
  * waiter, a timed waiter, a wake-up that ready_slow decides, which may kick another VP while the
  * lock is held, tracing, a deferred preemption) goes to sem_post_slow.  A deferred preemption
  * flagged after the test is taken at the next preemption point. */
-static URSA_NOINLINE URSA_HOT_ALIGN int sem_post_solo(struct ursa__vp *vp, struct ursa__sem *x) {
+/* (x first: the entry has it in the first argument's register already) */
+static URSA_NOINLINE URSA_HOT_ALIGN int sem_post_solo(struct ursa__sem *x, struct ursa__vp *vp) {
   struct ursa__waiter *w;
   struct ursa__thread *t;
   if (ursa_unlikely(!vp->solo_path || !ursa__solo() || __atomic_load_n(&vp->pre_pending, __ATOMIC_RELAXED)))
-    return sem_post_slow(vp, x);                       /* (solo_path: SMP, hand-off, no trace) */
+    return sem_post_slow(x, vp);                       /* (solo_path: SMP, hand-off, no trace) */
   w = x->q.head;
   if (w == NULL) {
-    if (ursa_unlikely(x->value >= URSA_SEM_VALUE_MAX)) return sem_post_slow(vp, x);
+    if (ursa_unlikely(x->value >= URSA_SEM_VALUE_MAX)) return sem_post_slow(x, vp);
     x->value++;
     return 0;
   }
@@ -187,10 +193,10 @@ static URSA_NOINLINE URSA_HOT_ALIGN int sem_post_solo(struct ursa__vp *vp, struc
    * descriptor) need not be read: a VP whose heap holds a timer sleeps with a deadline and is not
    * counted in sleepers (src/sched/vp.c, "Solo"), and a timer that fired on this VP took its
    * thread off the queue and cleared timer_vp in the same step (ursa__smp_timers_fire). */
-  if (ursa_unlikely(__atomic_load_n(&w->heap_idx, __ATOMIC_RELAXED) != 0)) return sem_post_slow(vp, x);
+  if (ursa_unlikely(__atomic_load_n(&w->heap_idx, __ATOMIC_RELAXED) != 0)) return sem_post_slow(x, vp);
   t = ursa__thread_of(w);
   URSA_ASSERT(t->timer_vp == NULL);
-  if (!ursa__smp_handoff_fits(vp, t)) return sem_post_slow(vp, x);
+  if (ursa_unlikely(!ursa__smp_handoff_fits(vp, t))) return sem_post_slow(x, vp);   /* (layout: the hand-off falls through) */
   x->q.head = w->qnext;                                /* ursa__q_pop, with w known */
   if (x->q.head) x->q.head->qprev = NULL; else x->q.tail = NULL;
   t->w.wake_result = 0;                                /* as ursa__smp_wake_fast */
@@ -202,7 +208,7 @@ static URSA_NOINLINE URSA_HOT_ALIGN int sem_post_solo(struct ursa__vp *vp, struc
 URSA_HOT_ALIGN int ursa_sem_post(ursa_sem_t *s) {
   SEM_OR_RETURN(x, s);
   URSA_VP_OR_RETURN(vp);
-  if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_post_solo(vp, x);   /* or slow */
+  if (ursa_unlikely(vp->mode != URSA__FAST)) return sem_post_solo(x, vp);   /* or slow */
   return sem_post_(vp, x, URSA__FAST);
 }
 
