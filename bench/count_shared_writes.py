@@ -147,7 +147,12 @@ def parse(f, exe):
                 counts[k] += ir
         else:
             skip = False if line.strip() == "" else skip
-    if checked == 0 or missed > checked // 100:    # a label callgrind names after its neighbour
+    # A wrong load address puts almost every line outside its function.  A few lines outside are
+    # callgrind's naming, which follows calls, not stacks: a label named after its neighbour, code
+    # resumed after a context switch named after the function that switched.  In some schedules a
+    # few whole functions are named so (2026-11-27: 257 of ~6,300 lines, in 2 of 9 runs of this
+    # script; the counts below go by address and do not depend on the names), hence a quarter.
+    if checked == 0 or missed > checked // 4:
         sys.exit(f"count_shared_writes: {checked} cost lines inside the function callgrind names, "
                  f"{missed} outside: the executable was not loaded where this script assumes")
     return counts
