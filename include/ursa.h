@@ -338,6 +338,8 @@ typedef struct ursa_stats {
   uint64_t steals;       /* several VPs: ready threads this VP, idle, took from a VP that had
                             stalled (its kernel thread descheduled or blocked, or one thread
                             running long) with them waiting: docs/GUIDE.md                     */
+  uint64_t unstacks;     /* several VPs: times this VP, woken by a busy VP onto that VP's CPU,
+                            moved its kernel thread to another CPU (URSA_UNSTACK, docs/GUIDE.md) */
 } ursa_stats_t;
 
 URSA_API unsigned ursa_vp_count(void);

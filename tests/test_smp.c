@@ -1083,6 +1083,114 @@ TEST_IMPL(smp_pin_vps_on_distinct_cpus) {
   return 0;
 }
 
+/* Unstacking (src/sched/vp.c): a VP woken by a busy VP onto the waker's CPU moves off it.  VP 0
+ * (main) runs on CPU a alone; a plain kernel thread spins on CPU b; VP 1's kernel thread is moved
+ * to a and then allowed {a, b}, and sleeps: woken by main's post, the kernel places it on a (its
+ * last CPU and the waker's; b is busy), and unstacking must move it to b while main still runs.
+ * Without unstacking VP 1 and main would share CPU a. */
+enum { US_TRIALS = 5 };
+static ursa_sem_t us_go, us_back;
+static int us_a, us_b;
+static atomic_int us_tid, us_woke, us_hog_stop;
+static int us_cpu_after[US_TRIALS], us_cpu_before[US_TRIALS];
+
+static void us_set(int c1, int c2) {
+  cpu_set_t m;
+  CPU_ZERO(&m);
+  CPU_SET(c1, &m);
+  if (c2 >= 0) CPU_SET(c2, &m);
+  ASSERT(pthread_setaffinity_np(pthread_self(), sizeof m, &m) == 0);
+}
+
+static void *us_hog(void *arg) {
+  (void)arg;
+  us_set(us_b, -1);
+  while (!atomic_load(&us_hog_stop)) spin_work(1000);
+  return NULL;
+}
+
+static void *us_sleeper(void *arg) {                  /* bound to VP 1: its kernel thread */
+  int i;
+  (void)arg;
+  for (i = 0; i < US_TRIALS; i++) {
+    us_set(us_a, -1);                                  /* to CPU a (the kernel moves it now) */
+    us_cpu_before[i] = sched_getcpu();
+    us_set(us_a, us_b);                                /* stays on a: a running thread keeps its CPU */
+    atomic_store(&us_tid, (int)syscall(SYS_gettid));
+    ASSERT_OK(ursa_sem_post(&us_back));
+    ASSERT_OK(ursa_sem_wait(&us_go));                  /* VP 1 idles, then sleeps on its futex */
+    us_cpu_after[i] = sched_getcpu();
+    atomic_store(&us_woke, 1);
+  }
+  return NULL;
+}
+
+static char us_state(int tid) {                        /* /proc's state letter of a kernel thread */
+  char path[64], buf[512], *p;
+  FILE *f;
+  size_t n;
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  if ((f = fopen(path, "r")) == NULL) return '?';
+  n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  p = strrchr(buf, ')');                               /* after the command name */
+  return p != NULL && p[1] == ' ' ? p[2] : '?';
+}
+
+TEST_IMPL(smp_unstack_moves_woken_vp) {
+  cpu_set_t allowed;
+  ursa_config_t c;
+  ursa_attr_t a;
+  ursa_thread_t t;
+  ursa_stats_t st;
+  pthread_t hog;
+  int i, cpu, found = 0;
+  if (TEST_UNDER_VALGRIND) RETURN_SKIP("Valgrind runs one kernel thread at a time: no CPUs to share");
+  ASSERT(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  for (cpu = 0; cpu < CPU_SETSIZE && found < 2; cpu++)
+    if (CPU_ISSET(cpu, &allowed)) { if (found++ == 0) us_a = cpu; else us_b = cpu; }
+  if (found < 2) RETURN_SKIP("one CPU allowed: nothing to move to");
+  if (getenv("URSA_UNSTACK") != NULL || getenv("URSA_PIN") != NULL) RETURN_SKIP("URSA_UNSTACK or URSA_PIN set");
+  memset(&c, 0, sizeof c);
+  c.vps = 2;
+  ASSERT_OK(ursa_init(&c));
+  ASSERT_OK(ursa_sem_init(&us_go, 0));
+  ASSERT_OK(ursa_sem_init(&us_back, 0));
+  us_set(us_a, -1);                                    /* main: VP 0's kernel thread, on a */
+  ASSERT(pthread_create(&hog, NULL, us_hog, NULL) == 0);
+  ASSERT_OK(ursa_attr_init(&a));
+  ASSERT_OK(ursa_attr_setvp(&a, 1));
+  ASSERT_OK(ursa_attr_setbound(&a, 1));
+  ASSERT_OK(ursa_create(&t, &a, us_sleeper, NULL));
+  ASSERT_OK(ursa_attr_destroy(&a));
+  for (i = 0; i < US_TRIALS; i++) {
+    ASSERT_OK(ursa_sem_wait(&us_back));
+    while (us_state(atomic_load(&us_tid)) != 'S') spin_work(1000);   /* asleep in the kernel */
+    atomic_store(&us_woke, 0);
+    ASSERT_OK(ursa_sem_post(&us_go));
+    while (!atomic_load(&us_woke)) spin_work(100);     /* main stays busy on a meanwhile */
+  }
+  ASSERT_OK(ursa_join(t, NULL));
+  atomic_store(&us_hog_stop, 1);
+  ASSERT(pthread_join(hog, NULL) == 0);
+  ASSERT_OK(ursa_stats_vp(1, &st));
+  printf("CPUs a=%d b=%d; VP 1 unstacked %llu times; woke on", us_a, us_b, (unsigned long long)st.unstacks);
+  for (i = 0; i < US_TRIALS; i++) printf(" %d(from %d)", us_cpu_after[i], us_cpu_before[i]);
+  printf("\n");
+  fflush(stdout);
+  for (i = 0; i < US_TRIALS; i++) ASSERT_EQ(us_cpu_before[i], us_a);
+  /* Each wake placed VP 1 on a (then unstacking moved it) or the kernel chose b itself; after
+   * the move the kernel's balancing may still move threads (another program's load), so what
+   * is asserted is the moves: at least one (a wake on a, main busy there, was left alone before
+   * unstacking: 0 moves in 5 trials, VP 1 on a after each). */
+  ASSERT(st.unstacks >= 1);
+  ASSERT_OK(ursa_sem_destroy(&us_go));
+  ASSERT_OK(ursa_sem_destroy(&us_back));
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
 /* Stealing under traffic: rings of threads pass tokens through semaphores on 3 VPs while some
  * passes block their VP's kernel thread in a raw system call (a stall), so idle VPs take turns on
  * the stalled VPs' queues while those VPs' own threads wake and block: every pass arrives, every

@@ -152,6 +152,8 @@ struct ursa__global {
   int      pin;                      /* URSA_PIN: pin VP i to the i-th allowed CPU            */
   int      region_balance;           /* URSA_REGION_BALANCE (region.c)                        */
   int      deadlock_wait;            /* URSA_DEADLOCK=wait: a deadlock blocks (report.c)       */
+  int      unstack;                  /* URSA_UNSTACK: a VP woken onto its busy waker's CPU moves
+                                        off it (vp.c, "Unstacking")                           */
   int      smp_handoff;              /* a wake-up may take the inline hand-off (ursa__smp_handoff_ok):
                                         policy not global, no hard-build chaos (vp.c)          */
   struct ursa__vp **vps;             /* vps[i], vps[0] == &vp0                                */

@@ -153,6 +153,7 @@ int ursa_init(const ursa_config_t *cfg) {
   ursa__g.pq_cap = c.pq_cap;
   ursa__g.wq_cap = c.wq_cap;
   ursa__g.pin = c.pin;
+  ursa__g.unstack = !c.pin && ursa__env_flag("URSA_UNSTACK", 1);   /* and VPs <= CPUs: vp.c */
   ursa__g.region_balance = c.region_balance != 0;
   /* (exploration always reports a deadlock: the schedule that led to it is the finding) */
   ursa__g.deadlock_wait = !ursa__g.explore && ursa__env_word("URSA_DEADLOCK", deadlock_words, 2, 0) == 1;
@@ -321,22 +322,23 @@ int ursa_stats(ursa_stats_t *out) {
 }
 
 static void print_row(FILE *f, const char *who, const ursa_stats_t *s) {
-  fprintf(f, "ursa: %-6s %12llu %12llu %12llu %12llu %12llu %10llu %10llu %8llu %10.3f %10llu %10llu %10llu %12llu %10llu %8llu\n", who,
+  fprintf(f, "ursa: %-6s %12llu %12llu %12llu %12llu %12llu %10llu %10llu %8llu %10.3f %10llu %10llu %10llu %12llu %10llu %8llu %9llu\n", who,
           (unsigned long long)s->switches, (unsigned long long)s->yields,
           (unsigned long long)s->p_ops, (unsigned long long)s->p_blocking,
           (unsigned long long)s->blocks, (unsigned long long)s->created,
           (unsigned long long)s->timers, (unsigned long long)s->idle_waits,
           (double)s->idle_ns / 1e6, (unsigned long long)s->migrations,
           (unsigned long long)s->preemptions, (unsigned long long)s->preempt_deferred,
-          (unsigned long long)s->ticks, (unsigned long long)s->stacks_mapped, (unsigned long long)s->steals);
+          (unsigned long long)s->ticks, (unsigned long long)s->stacks_mapped, (unsigned long long)s->steals,
+          (unsigned long long)s->unstacks);
 }
 
 int ursa_stats_print(FILE *f) {
   ursa_stats_t s;
   if (f == NULL) return -EINVAL;
-  fprintf(f, "ursa: %-6s %12s %12s %12s %12s %12s %10s %10s %8s %10s %10s %10s %10s %12s %10s %8s\n", "VP", "switches", "yields",
+  fprintf(f, "ursa: %-6s %12s %12s %12s %12s %12s %10s %10s %8s %10s %10s %10s %10s %12s %10s %8s %9s\n", "VP", "switches", "yields",
           "P ops", "blocking P", "blocks", "created", "timers", "idle", "idle ms", "migrated",
-          "preempted", "deferred", "ticks", "stacks", "stolen");
+          "preempted", "deferred", "ticks", "stacks", "stolen", "unstacked");
   {
     unsigned i, n = stats_vps();
     for (i = 0; i < n; i++) {

@@ -60,6 +60,10 @@ struct ursa__smp {
                                          ursa__load_hint (below): exact while small, else to 1/8 */
   uint32_t             busy;          /* atomic, relaxed: 1 while it runs a thread, not idle    */
   uint32_t             stop;          /* atomic: ursa_fini asks the VP's kernel thread to end   */
+  int32_t              kick_cpu;      /* atomic, relaxed: the CPU its last kicker ran on, -1 for
+                                         none; stored before the kick's wakeseq increment (release),
+                                         read by the woken VP after its acquire (vp.c, "Unstacking") */
+  uint32_t             kick_vp;       /* atomic, relaxed: that kicker's VP index + 1, 0 for none */
   /* stealing (vp.c): the heartbeat (pq_word >> 16) a thief last saw change, and when (ns);
    * relaxed atomics written by any thief: a hint */
   uint32_t             seen_beat;

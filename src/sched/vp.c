@@ -229,6 +229,10 @@ void ursa__vp_kick(struct ursa__vp *v) {
     if (me != NULL)
       __atomic_store_n(&me->pq_word, __atomic_load_n(&me->pq_word, __ATOMIC_RELAXED) + 0x10000u, __ATOMIC_RELAXED);
   }
+  if (ursa__g.unstack) {                               /* "Unstacking", below idle_sleep */
+    __atomic_store_n(&x->kick_cpu, me != NULL ? sched_getcpu() : -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&x->kick_vp, me != NULL ? me->index + 1 : 0u, __ATOMIC_RELAXED);
+  }
   __atomic_fetch_add(&x->wakeseq, 1u, __ATOMIC_RELEASE);
   if (old == 4) ursa__io_hooks.kick(v);                /* asleep in its I/O engine: the eventfd */
   else futex_wake(&x->wakeseq);
@@ -647,11 +651,20 @@ URSA_HOT_ALIGN int ursa__smp_block_solo(struct ursa__vp *vp, int kind, void *obj
   return switch_slow(vp, cur);
 }
 
+/* A yield that found nothing else to run goes on with its thread: pick stored busy = 0 for a VP
+ * about to go idle, so store 1 again (the hint that other VPs read: the rotator's step, stealing,
+ * unstacking).  Before, every cp-ic count and cp-ts slice that ended with nothing else ready left
+ * a busy VP marked idle until its next switch.  Returns 0, the yield's result. */
+static inline int still_busy(struct ursa__smp *x) {
+  if (x->busy != 1) __atomic_store_n(&x->busy, 1u, __ATOMIC_RELAXED);
+  return 0;
+}
+
 int ursa__smp_yield(struct ursa__vp *vp) {
   struct ursa__thread *cur = vp->cur, *next;
   if (__atomic_load_n(&vp->ntimers, __ATOMIC_RELAXED)) ursa__smp_timers_fire(vp, ursa__now());
   next = pick(vp, cur->region);
-  if (next == NULL) return 0;                          /* nothing else to run here: go on */
+  if (next == NULL) return still_busy(vp->x);          /* nothing else to run here: go on */
   ursa__set_state(cur, URSA__READY);
   cur->w.wake_result = 0;
   ursa__smp_ready(vp, cur, chaos_where(vp, cur));
@@ -663,7 +676,7 @@ int ursa__smp_yield(struct ursa__vp *vp) {
  * switch has saved it: the on-CPU byte makes it wait (top). */
 int ursa__smp_yield_away(struct ursa__vp *vp, struct ursa__vp *to) {
   struct ursa__thread *cur = vp->cur, *next = pick(vp, cur->region);
-  if (next == NULL) return 0;
+  if (next == NULL) return still_busy(vp->x);
   ursa__set_state(cur, URSA__READY);
   cur->w.wake_result = 0;
   ready(vp, cur, to);                                  /* to's inbox, and wakes it */
@@ -819,6 +832,43 @@ static void wait_taken(struct ursa__smp *x, uint32_t s) {
   while (__atomic_load_n(&x->wakeseq, __ATOMIC_ACQUIRE) == s) futex_wait(&x->wakeseq, s, 0);
 }
 
+/* ---- unstacking ---------------------------------------------------------------------------------
+ * A VP's kernel thread that sleeps on its futex is woken by another VP's kick, and Linux may place
+ * it on the CPU of the kicker (wake-affine) while its own CPU stays idle: on this machine kind (a
+ * KVM guest, 2 vCPUs) that happens at a fraction of the wake-ups, and the two VPs then share one
+ * CPU until the kernel's periodic balancing parts them, a tick (4 ms) or several later.  Seen
+ * with `perf record -e sched:sched_switch -e sched:sched_migrate_task -a` on the CP
+ * producer/consumer (URSA_MODEL=cp-ic URSA_VPS=2 bench/apps/pc --work 1000000 --items 24): the
+ * consumer's VP, woken by the producer's post, migrated to the producer's CPU and the two took
+ * turns of ~4 ms for 12 ms, 0.101 s against 0.092 for the run; in a URSA_TRACE of such runs each
+ * VP's steady 35 us between count preemptions had gaps of 2-4 ms.
+ *
+ * So a kicker that is a VP stores its CPU (sched_getcpu: glibc reads it from the rseq area) and
+ * index before its wakeseq increment, and the woken VP, when it finds itself on that CPU while the
+ * kicker still runs a thread, moves its kernel thread off it: its affinity without this CPU, then
+ * its affinity back (the kernel moves a running thread at once when its CPU leaves the mask; ~30
+ * us here, against the milliseconds of sharing).  Only while VPs <= the CPUs the process may use
+ * (with more, VPs share CPUs anyway), and not with URSA_PIN; URSA_UNSTACK=0 turns it off.  Owner
+ * only; kick_cpu and kick_vp are hints (a stale pair costs at most one move or one missed move). */
+static URSA_NOINLINE void unstack(struct ursa__vp *vp) {
+  struct ursa__smp *x = vp->x;
+  int kc = __atomic_load_n(&x->kick_cpu, __ATOMIC_RELAXED), c;
+  uint32_t kv = __atomic_load_n(&x->kick_vp, __ATOMIC_RELAXED);
+  cpu_set_t mask, others;
+  if (kc < 0 || kv == 0 || kv > ursa__g.nvps) return;
+  __atomic_store_n(&x->kick_cpu, -1, __ATOMIC_RELAXED);
+  if ((c = sched_getcpu()) != kc) return;              /* not on the kicker's CPU */
+  if (!__atomic_load_n(&ursa__g.vps[kv - 1]->x->busy, __ATOMIC_RELAXED)) return;   /* it went idle */
+  if (pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) != 0 || !CPU_ISSET(c, &mask) ||
+      CPU_COUNT(&mask) < 2)
+    return;
+  others = mask;
+  CPU_CLR(c, &others);
+  if (pthread_setaffinity_np(pthread_self(), sizeof others, &others) != 0) return;
+  (void)pthread_setaffinity_np(pthread_self(), sizeof mask, &mask);
+  vp->stats.unstacks++;
+}
+
 /* Sleeps until kicked, or until deadline (0: none).  The protocol verified by model/rotator.pml:
  * publish sleeping = 2, recheck, then (no deadline) commit 2 -> 3 with a CAS and only then count
  * the VP in ursa__g.sleepers; a waker that exchanges 3 -> 0 uncounts it. */
@@ -869,6 +919,7 @@ static void idle_sleep(struct ursa__vp *vp, uint64_t deadline) {
   }
   ursa__preempt_idle(vp, 0);
   if (tr) ursa__trace_idle(vp, 0);
+  if (ursa__g.unstack) unstack(vp);
   vp->stats.idle_ns += ursa__now() - t0;
   vp->stats.idle_waits++;
 }
@@ -1323,6 +1374,10 @@ int ursa__smp_init(void) {
     ursa__ctx_make(&idle->ctx, idle, idle_entry);
   }
   if ((err = ursa__smp_reserve(64)) != 0) goto fail;
+  if (ursa__g.unstack) {                               /* "Unstacking": only while VPs <= CPUs */
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof cpus, &cpus) != 0 || (unsigned)CPU_COUNT(&cpus) < n) ursa__g.unstack = 0;
+  }
   if (ursa__g.pin) {
     pin_saved = sched_getaffinity(0, sizeof pin_allowed, &pin_allowed) == 0;
     pin_to_cpu(0);
@@ -1331,6 +1386,7 @@ int ursa__smp_init(void) {
   v0->main_thread->pinned = URSA__PIN_BOUND;
   v0->main_thread->home = v0;
   mark_on_cpu(v0->main_thread);                        /* it runs now */
+  v0->x->busy = 1;                                     /* (before the other VPs start) */
   for (i = 1; i < n; i++) {
     struct ursa__vp *v = ursa__g.vps[i];
     pthread_attr_t pa;
