@@ -1092,6 +1092,8 @@ enum { US_TRIALS = 5 };
 static ursa_sem_t us_go, us_back;
 static int us_a, us_b;
 static atomic_int us_tid, us_woke, us_hog_stop;
+static _Atomic uint64_t us_ran_at;                     /* when VP 1 last ran after a wake */
+static uint64_t us_mono_ns(void);
 static int us_cpu_after[US_TRIALS], us_cpu_before[US_TRIALS];
 
 static void us_set(int c1, int c2) {
@@ -1112,6 +1114,7 @@ static void *us_hog(void *arg) {
 static void *us_sleeper(void *arg) {                  /* bound to VP 1: its kernel thread */
   int i;
   (void)arg;
+  atomic_store(&us_ran_at, us_mono_ns());             /* VP 1 woke for this thread */
   for (i = 0; i < US_TRIALS; i++) {
     us_set(us_a, -1);                                  /* to CPU a (the kernel moves it now) */
     us_cpu_before[i] = sched_getcpu();
@@ -1120,9 +1123,16 @@ static void *us_sleeper(void *arg) {                  /* bound to VP 1: its kern
     ASSERT_OK(ursa_sem_post(&us_back));
     ASSERT_OK(ursa_sem_wait(&us_go));                  /* VP 1 idles, then sleeps on its futex */
     us_cpu_after[i] = sched_getcpu();
+    atomic_store(&us_ran_at, us_mono_ns());
     atomic_store(&us_woke, 1);
   }
   return NULL;
+}
+
+static uint64_t us_mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static char us_state(int tid) {                        /* /proc's state letter of a kernel thread */
@@ -1167,6 +1177,8 @@ TEST_IMPL(smp_unstack_moves_woken_vp) {
   for (i = 0; i < US_TRIALS; i++) {
     ASSERT_OK(ursa_sem_wait(&us_back));
     while (us_state(atomic_load(&us_tid)) != 'S') spin_work(1000);   /* asleep in the kernel */
+    while (us_mono_ns() - atomic_load(&us_ran_at) < 3 * MS) spin_work(1000);   /* a VP moves at most
+                                                       once per 2 ms (VP 1 may have moved for its last wake) */
     atomic_store(&us_woke, 0);
     ASSERT_OK(ursa_sem_post(&us_go));
     while (!atomic_load(&us_woke)) spin_work(100);     /* main stays busy on a meanwhile */

@@ -33,6 +33,7 @@ struct ursa__smp {
   pthread_t            kt;            /* the kernel thread (VP 1..N-1)                          */
   void                *kstack;        /* its stack (mapped by ursa, so nothing stays cached)     */
   void                *altstack;      /* its alternate signal stack                             */
+  uint64_t             unstack_at;    /* when it last moved off a kicker's CPU (vp.c, "Unstacking") */
   uint8_t              in_idle;       /* counted in ursa__g.idle_vps                            */
   uint8_t              step_skip;     /* switches and creates since the policy's last step
                                          while the Protect Queue was long (policy.h,
