@@ -850,11 +850,9 @@ static void wait_taken(struct ursa__smp *x, uint32_t s) {
  * us here, against the milliseconds of sharing).  Only while VPs <= the CPUs the process may use
  * (with more, VPs share CPUs anyway), and not with URSA_PIN; URSA_UNSTACK=0 turns it off.  At
  * most one move per UNSTACK_GAP_NS per VP: where the kernel puts the VP back on that CPU at every
- * wake (the other CPUs busy with other programs), the moves cost at most ~1.5% of its time.  A
- * ping-pong between threads bound to VP 0 and VP 1 with 1-10 us of work per turn, beside a loop
- * that kept one CPU busy, took 10.4 against 25.4 us per round (9 moves in 5,000 rounds) and 55.2
- * against 66.5 (29 moves).  Owner only; kick_cpu and kick_vp are hints (a stale pair costs at
- * most one move or one missed move). */
+ * wake (the other CPUs busy with other programs), the moves cost at most ~1.5% of its time.
+ * Owner only; kick_cpu and kick_vp are hints (a stale pair costs at most one move or one missed
+ * move). */
 #define UNSTACK_GAP_NS 2000000u
 static URSA_NOINLINE void unstack(struct ursa__vp *vp) {
   struct ursa__smp *x = vp->x;
