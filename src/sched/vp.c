@@ -250,9 +250,13 @@ void ursa__vp_kick(struct ursa__vp *v) {
  * a copy of the library whose ring size an environment variable set, `smp_distribution rotator
  * 2 12 2000 repeat=21`, 60 interleaved pairs in three rounds of 20: medians 4.014 -> 3.968,
  * 4.259 -> 4.164 and 4.147 -> 4.101 ms (128 -> 4,096 or 8,192 entries), the larger ring faster
- * in 42 of the 60; this library against the one before, 30 pairs: 4.037 -> 4.024 ms, faster in 19:
- * a small gain, within the machine's noise from one run to the next.  The radix sort at 2 VPs (8
- * rounds at 2^1, 2^4, 2^8) and `smp_ring 2` (8 rounds) unchanged. */
+ * in 42 of the 60; the library with it against the one before, 24 pairs: 4.058 -> 4.024 ms, faster
+ * in 15: a small gain, within the machine's noise from one run to the next.  A whole phase of the
+ * radix sort (256 threads) now fits in the ring, whose passes hand on a run in queue order
+ * (policy.c, pass_ring_run; without it the sort at 2^8 slowed down, two runs of make bench); 8
+ * interleaved rounds of `radix_sort ursa 2 8,8,4,10,1` against the library before: 21.93 against
+ * 21.49 ms at 2^8, 25.65 / 25.30 at 2^4, 28.39 / 28.89 at 2^10, 144.5 / 146.0 at 2^1; `smp_ring
+ * 2` unchanged (8 rounds). */
 #define URSA__RING_MIN 128u
 #define URSA__RING_MAX 4096u
 static uint32_t smp_ring_size(void) {
