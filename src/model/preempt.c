@@ -508,9 +508,12 @@ static void on_rotate(int sig, siginfo_t *si, void *ucv) {
   int saved;
   URSA_UNUSED(sig);
   if (vp != NULL) check_switch_window(vp, ucv);
-  if (vp == NULL || !(vp->timers_on & (1u << URSA__SIGTIMER_ROT)) || si->si_code != SI_TIMER || vp->x == NULL ||
-      asleep_tick(vp, URSA__SIGTIMER_ROT) || vp->cur == vp->x->idle ||
-      !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED))
+  /* preempt_live before vp->x: ursa_fini clears it (on VP 0, whose timer still runs) before it
+   * frees the SMP state, and a tick taken inside that free read vp->x->idle from the freed block
+   * (ASan, fuzz_api_short, session 26) */
+  if (vp == NULL || !(vp->timers_on & (1u << URSA__SIGTIMER_ROT)) || si->si_code != SI_TIMER ||
+      !__atomic_load_n(&ursa__g.preempt_live, __ATOMIC_RELAXED) || vp->x == NULL ||
+      asleep_tick(vp, URSA__SIGTIMER_ROT) || vp->cur == vp->x->idle)
     return;
   sw = __atomic_load_n(&vp->stats.switches, __ATOMIC_RELAXED);
   saved = *vp->errno_p;
