@@ -204,6 +204,15 @@ static struct ursa__thread *pq_take_surplus(struct ursa__vp *vp, bool keep_hande
  * VP 0 staged a run of 682 (25 interleaved runs with chunks: 4.342 -> 4.287 ms, within the noise). */
 #define PASS_CHUNK 32u
 
+/* Stages t as the next of a pass (staged so far: *staged), publishing every PASS_CHUNK. */
+static inline void pass_stage(struct ursa__wq *wq, uint32_t *staged, struct ursa__thread *t) {
+  ursa__wq_stage(wq, (*staged)++, t);
+  if (*staged == PASS_CHUNK) {                         /* forward(i) may start on these */
+    ursa__wq_publish(wq, *staged);
+    *staged = 0;
+  }
+}
+
 /* Stages the newest `want` threads of vp's ring (no overflow list in use) in x's Waiver Queue as
  * one run in the order they were queued, oldest of the run first; 0 if a pinned thread or a
  * region's member is among them (pq_take_surplus_in then passes the others one by one, newest
@@ -223,13 +232,7 @@ static uint32_t pass_ring_run(struct ursa__vp *vp, uint32_t want, uint32_t *stag
     if (t->pinned || t->region) return 0;
   }
   pos = q->tail - want;
-  for (i = 0; i < want; i++) {
-    ursa__wq_stage(wq, (*staged)++, q->buf[(pos + i) & q->mask]);
-    if (*staged == PASS_CHUNK) {                       /* forward(i) may start on these */
-      ursa__wq_publish(wq, *staged);
-      *staged = 0;
-    }
-  }
+  for (i = 0; i < want; i++) pass_stage(wq, staged, q->buf[(pos + i) & q->mask]);
   q->tail = pos;
   return want;
 }
@@ -264,21 +267,13 @@ static bool pass_on(struct ursa__vp *vp, uint32_t len, uint32_t most) {
   if ((room = ursa__wq_room(&x->wq, most)) < most) most = room;
   ursa__pq_enter(vp);                                  /* (vp.c, "Stealing") */
   while (n < most && vp->runq.xhead != NULL && (t = pq_take_surplus_in(vp, false)) != NULL) {
-    ursa__wq_stage(&x->wq, staged++, t);               /* the overflow list's oldest first */
+    pass_stage(&x->wq, &staged, t);                    /* the overflow list's oldest first */
     n++;
-    if (staged == PASS_CHUNK) {                        /* forward(i) may start on these */
-      ursa__wq_publish(&x->wq, staged);
-      staged = 0;
-    }
   }
   n += pass_ring_run(vp, most - n, &staged);
   while (n < most && (t = pq_take_surplus_in(vp, false)) != NULL) {   /* past a pinned thread */
-    ursa__wq_stage(&x->wq, staged++, t);
+    pass_stage(&x->wq, &staged, t);
     n++;
-    if (staged == PASS_CHUNK) {
-      ursa__wq_publish(&x->wq, staged);
-      staged = 0;
-    }
   }
   ursa__pq_exit(vp);
   if (staged != 0) ursa__wq_publish(&x->wq, staged);
