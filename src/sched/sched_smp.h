@@ -57,6 +57,9 @@ struct ursa__smp {
    * (counted in ursa__g.sleepers) */
   _Alignas(64) uint32_t sleeping;     /* atomic                                                 */
   uint32_t             wakeseq;       /* atomic, the futex word                                 */
+  uint32_t             taken_wait;    /* atomic: 1 while the VP, taken out of a sleep by a kicker,
+                                         waits on the futex for that kicker's wakeseq increment
+                                         (vp.c, wait_taken: pairs with ursa__vp_kick's load)      */
   uint32_t             load;          /* atomic, relaxed: ready threads here, a hint stored by
                                          ursa__load_hint (below): exact while small, else to 1/8 */
   uint32_t             busy;          /* atomic, relaxed: 1 while it runs a thread, not idle    */

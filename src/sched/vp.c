@@ -120,6 +120,10 @@
  *   in the VP's I/O engine" (threads wait on I/O homed here, vp->io_nwait != 0: the sleeper waits
  *   in the engine, ursa__io_hooks.wait, instead of the futex, and a waker that takes it out of 4
  *   writes the engine's eventfd, ursa__io_hooks.kick, instead of the futex wake; never counted).
+ *   A sleeper that left its engine on an event of its own and then found sleeping taken (0) waits
+ *   on the futex for its waker's increment (wait_taken, as in the other states), so it first sets
+ *   taken_wait, and a waker that took it out of 4 wakes the futex too when it reads taken_wait set
+ *   after its increment (seq_cst on both sides; not in model/rotator.pml, which has no state 4).
  *   ursa__g.sleepers counts the VPs in state 3; only the sleeper's commit (after its recheck found
  *   nothing) increments it, only the waker that takes a VP out of 3 decrements it.  When it
  *   reaches N every VP sleeps with nothing pending and no timer, so no thread runs and none can
@@ -210,6 +214,12 @@ void ursa__solo_end(struct ursa__vp *vp) {
   vp->solo_n = 0;
 }
 
+#if URSA_TEST_HARD
+static void chaos_kick_gap(struct ursa__vp *me);      /* (the hard build's chaos, below) */
+#else
+#  define chaos_kick_gap(me) ((void)0)
+#endif
+
 void ursa__vp_kick(struct ursa__vp *v) {
   struct ursa__smp *x = v->x;
   struct ursa__vp *me = ursa__tls_vp;
@@ -221,6 +231,7 @@ void ursa__vp_kick(struct ursa__vp *v) {
   if (__atomic_fetch_add(&x->sleeping, 0u, __ATOMIC_SEQ_CST) == 0) return;
   old = __atomic_exchange_n(&x->sleeping, 0u, __ATOMIC_ACQ_REL);
   if (old == 0) return;                                /* someone else woke it */
+  chaos_kick_gap(me);
   if (old == 3) {                                      /* it was counted */
     __atomic_fetch_sub(&ursa__g.sleepers, 1, __ATOMIC_ACQ_REL);
     /* this VP may have been solo, its picks unbracketed (pick_handoff): a new heartbeat, so that
@@ -233,9 +244,19 @@ void ursa__vp_kick(struct ursa__vp *v) {
     __atomic_store_n(&x->kick_cpu, me != NULL ? sched_getcpu() : -1, __ATOMIC_RELAXED);
     __atomic_store_n(&x->kick_vp, me != NULL ? me->index + 1 : 0u, __ATOMIC_RELAXED);
   }
-  __atomic_fetch_add(&x->wakeseq, 1u, __ATOMIC_RELEASE);
-  if (old == 4) ursa__io_hooks.kick(v);                /* asleep in its I/O engine: the eventfd */
-  else futex_wake(&x->wakeseq);
+  __atomic_fetch_add(&x->wakeseq, 1u, __ATOMIC_SEQ_CST);   /* seq_cst: pairs with wait_taken */
+  if (old != 4) {
+    futex_wake(&x->wakeseq);
+    return;
+  }
+  ursa__io_hooks.kick(v);                              /* asleep in its I/O engine: the eventfd */
+  /* The sleeper may have left its engine meanwhile on an event of its own, found sleeping taken
+   * (0) and gone to wait on the futex for the increment above (wait_taken): then wake it.  Its
+   * store of taken_wait and load of wakeseq against this increment and load: a Dekker pair, all
+   * seq_cst, so one side sees the other's write.  Without it that VP slept on the futex for good
+   * with threads ready in its queue (example_echo_vps2 hung in CI under qemu-aarch64, and 1 run
+   * in ~300 here beside 12 busy loops: session 27). */
+  if (__atomic_load_n(&x->taken_wait, __ATOMIC_SEQ_CST)) futex_wake(&x->wakeseq);
 }
 
 /* ---- the local Protect Queue: the ring, then its overflow list (owner only) ------------------- */
@@ -369,6 +390,18 @@ static uint32_t chaos_next(struct ursa__smp *x) {      /* xorshift64* */
   x->chaos_rng ^= x->chaos_rng << 25;
   x->chaos_rng ^= x->chaos_rng >> 27;
   return (uint32_t)((x->chaos_rng * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+/* A gap of ~20 us at 1 kick in 8 between ursa__vp_kick's exchange of sleeping and its wakeseq
+ * increment: the window in which the VP it took may leave its I/O engine on an event of its own
+ * and wait for the increment (wait_taken).  A kicker descheduled there once lost that wake-up for
+ * good (session 27: 1 run in ~300 of the echo example beside 12 busy loops; a few in 100 of
+ * example_echo_vps2 in this build with the gap, before the fix). */
+static void chaos_kick_gap(struct ursa__vp *me) {
+  uint64_t end;
+  if (!chaos_on || me == NULL || me->x == NULL || (chaos_next(me->x) & 7) != 0) return;
+  end = ursa__now() + 20000;
+  while (ursa__now() < end) cpu_relax();
 }
 
 static void chaos_init(void) {
@@ -851,9 +884,15 @@ static void run_from_idle(struct ursa__vp *vp, struct ursa__thread *t) {
 }
 
 /* A waker took this VP out of its sleep (its exchange saw sleeping != 0): wait for the waker's
- * wakeseq increment, so that it cannot end a later sleep of this VP (model/README.md). */
+ * wakeseq increment, so that it cannot end a later sleep of this VP (model/README.md).  A waker
+ * that took the VP out of its I/O engine (sleeping 4) writes the eventfd, not the futex, so the
+ * wait announces itself in taken_wait first (the Dekker pair with ursa__vp_kick, which then also
+ * wakes the futex). */
 static void wait_taken(struct ursa__smp *x, uint32_t s) {
-  while (__atomic_load_n(&x->wakeseq, __ATOMIC_ACQUIRE) == s) futex_wait(&x->wakeseq, s, 0);
+  if (__atomic_load_n(&x->wakeseq, __ATOMIC_ACQUIRE) != s) return;
+  __atomic_store_n(&x->taken_wait, 1u, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&x->wakeseq, __ATOMIC_SEQ_CST) == s) futex_wait(&x->wakeseq, s, 0);
+  __atomic_store_n(&x->taken_wait, 0u, __ATOMIC_RELAXED);
 }
 
 /* ---- unstacking ---------------------------------------------------------------------------------
