@@ -870,6 +870,66 @@ TEST_IMPL(io_busy_vp_sees_io_vps2) {
   return 0;
 }
 
+/* ---- a VP woken from its engine by an event while a kick takes it ------------------------------
+ * VP 1 sleeps in its I/O engine (sleeping = 4: a reader bound there waits on a pipe).  Main, on
+ * VP 0, writes the pipe and at once makes a thread ready on VP 1 (a bound thread created there:
+ * an inbox push and a kick).  The kick takes VP 1 out of its sleep (exchange 4 -> 0) and then
+ * increments its wakeseq and writes its eventfd; meanwhile VP 1 may leave the engine on the
+ * pipe's event, find itself taken and wait on the futex for that increment (src/sched/vp.c,
+ * wait_taken).  A kick that did not also wake the futex left VP 1 asleep for good with both
+ * threads ready (example_echo_vps2 hung in CI; session 27).  The hard build's chaos holds the
+ * kicker ~20 us at 1 kick in 8 right there, so that this test loses the wake-up within its rounds
+ * when the futex is not woken (it did, before the fix, in 9 of 40 runs of the echo example); a
+ * round that waits longer than 10 s fails with a message instead of hanging to the timeout. */
+#define KW_ROUNDS 300
+static int kw_pipe[2];
+static atomic_int kw_reading;
+static ursa_sem_t kw_done;
+static void *kw_reader(void *arg) {
+  char c;
+  (void)arg;
+  atomic_store(&kw_reading, 1);
+  ASSERT_EQ(ursa_read(kw_pipe[0], &c, 1), 1);
+  ASSERT_OK(ursa_sem_post(&kw_done));
+  return NULL;
+}
+static void *kw_new(void *arg) {
+  (void)arg;
+  ASSERT_OK(ursa_sem_post(&kw_done));
+  return NULL;
+}
+TEST_IMPL(io_engine_sleeper_taken_by_kick_vps2) {
+  int round, i;
+  init_vps(2);
+  ASSERT_EQ(pipe(kw_pipe), 0);
+  ASSERT_OK(ursa_sem_init(&kw_done, 0));
+  for (round = 0; round < KW_ROUNDS; round++) {
+    ursa_thread_t r, w;
+    struct timespec dl;
+    atomic_store(&kw_reading, 0);
+    r = spawn_on(kw_reader, NULL, 1);
+    while (!atomic_load(&kw_reading)) ASSERT_OK(ursa_yield());
+    ASSERT_OK(ursa_sleep_ns(50000));                    /* VP 1 goes to sleep in its engine */
+    ASSERT_EQ(write(kw_pipe[1], "x", 1), 1);            /* an event for VP 1's engine ... */
+    w = spawn_on(kw_new, NULL, 1);                      /* ... and a kick of VP 1 */
+    ASSERT_EQ(clock_gettime(CLOCK_MONOTONIC, &dl), 0);
+    dl.tv_sec += 10;
+    for (i = 0; i < 2; i++) {
+      int err = ursa_sem_timedwait(&kw_done, CLOCK_MONOTONIC, &dl);
+      if (err == -ETIMEDOUT)
+        FAIL("round %d: VP 1 did not run its two ready threads in 10 s (a lost wake-up)", round);
+      ASSERT_OK(err);
+    }
+    ASSERT_OK(ursa_join(r, NULL));
+    ASSERT_OK(ursa_join(w, NULL));
+  }
+  ASSERT_OK(ursa_sem_destroy(&kw_done));
+  close(kw_pipe[0]);
+  close(kw_pipe[1]);
+  ASSERT_OK(ursa_fini());
+  return 0;
+}
+
 /* ---- a stalled VP's completions are taken by another VP --------------------------------------
  * Readers on VP 1 wait on a socketpair (a receive on the ring with io_uring) or on a pipe
  * (a readiness wait); then VP 1's kernel thread stops entering the scheduler (its running thread
