@@ -3,7 +3,8 @@
 # Queue with its overflow list, the inline hand-off and the on-CPU byte, the Waiver-Queue ring and
 # the interval timer's ring step, the VP sleep/wake protocol; see model/README.md) and
 # model/switch.pml (the context switch's on-CPU byte against timer signals, issue #22) and
-# model/steal.pml (an idle VP's turn on a stalled VP's Protect Queue, issue #20) with Spin:
+# model/steal.pml (an idle VP's turn on a stalled VP's Protect Queue, issue #20) and
+# model/iosleep.pml (a VP's sleep on its futex and in its I/O engine, with an explicit futex) with Spin:
 # each protocol must verify exhaustively in every configuration below, with no cycle in its state
 # graph (every execution finite), and each deliberately broken variant must be caught with the
 # assertion that names its bug (so the check cannot pass vacuously).  One line per check; exits 0
@@ -47,7 +48,7 @@ run() {
     safety) cc=(-DSAFETY); pan_args=() ;;
     all|cycles) cc=(-DNP); pan_args=(-l) ;;
   esac
-  [ "$expect" = pass ] && [ "$model" = rotator.pml ] && opt=-O1
+  [ "$expect" = pass ] && { [ "$model" = rotator.pml ] || [ "$model" = iosleep.pml ]; } && opt=-O1
   # shellcheck disable=SC2086  # defs is a list of -D words
   if ! (cd "$d" && spin $defs -a "$model" >spin.log 2>&1); then
     echo "model: FAILED  $label: spin -a failed:"; sed 's/^/    /' "$d/spin.log"; return
@@ -80,7 +81,8 @@ run() {
 # R=1 B=2 K=1), WQ_RING: the Waiver Queues at the level of their ring's slots and positions;
 # model/README.md says what each configuration reaches.  switch.pml: blocks M,
 # signals per VP NSIG (defaults: M=3 NSIG=2).  steal.pml: threads T, ring capacity R, the owner's
-# moves B, the thief's turns S (defaults: T=3 R=2 B=4 S=2).
+# moves B, the thief's turns S (defaults: T=3 R=2 B=4 S=2).  iosleep.pml: wakers WK, work items
+# (each with its kick) per waker P, events of the sleeper's own E (defaults: WK=2 P=2 E=2).
 checks=(
   # The protocol, exhaustively, every execution finite (mode all: no cycle at all).
   "verified N=2 T=3 C=1 W=1 R=1 B=2 K=1       | rotator.pml | -DN=2 -DT=3 -DC=1 -DW=1 -DR=1 -DB=2 -DK=1 | all | pass"
@@ -123,6 +125,14 @@ checks=(
   "steal BUG_NO_CHECK                         | steal.pml   | -DBUG_NO_CHECK                | safety | !(double_take)"
   "steal BUG_EXIT_EARLY                       | steal.pml   | -DBUG_EXIT_EARLY              | safety | !(double_take)"
   "steal REACH_STEAL (turns take threads)     | steal.pml   | -DREACH_STEAL                 | safety | !(stolen)"
+  # A VP's sleep on its futex and in its I/O engine, the futex explicit: verifies, with no cycle;
+  # session 27's lost wake-up (a waker that took the engine sleep wrote only the eventfd) is
+  # caught; and the window it needs is reached (the check is not vacuous).
+  "iosleep verified WK=2 P=2 E=2              | iosleep.pml | -DWK=2 -DP=2 -DE=2            | all | pass"
+  "iosleep verified WK=2 P=3 E=1              | iosleep.pml | -DWK=2 -DP=3 -DE=1            | all | pass"
+  "iosleep verified WK=1 P=4 E=3              | iosleep.pml | -DWK=1 -DP=4 -DE=3            | all | pass"
+  "iosleep BUG_NO_TAKEN_WAIT (session 27)     | iosleep.pml | -DBUG_NO_TAKEN_WAIT           | all | !(stuck)"
+  "iosleep REACH_WINDOW (the window is reached) | iosleep.pml | -DREACH_WINDOW              | all | !(window)"
 )
 
 # Up to $URSA_MODEL_JOBS checks at a time (default: the CPUs, at most 4); lines in order.

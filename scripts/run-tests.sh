@@ -59,7 +59,7 @@ ALL=(model plain debug asan ucontext tsan valgrind hard clang clang-asan clang-t
 # (model runs no CTest, so has no factor).
 #            config          FACTOR SECONDS
 TABLE=$(cat <<'EOF'
-             model           -      72
+             model           -      85
              plain           1      52
              debug           1      46
              asan            2      82

@@ -123,7 +123,8 @@
  *   A sleeper that left its engine on an event of its own and then found sleeping taken (0) waits
  *   on the futex for its waker's increment (wait_taken, as in the other states), so it first sets
  *   taken_wait, and a waker that took it out of 4 wakes the futex too when it reads taken_wait set
- *   after its increment (seq_cst on both sides; not in model/rotator.pml, which has no state 4).
+ *   after its increment (seq_cst on both sides; model/iosleep.pml checks the two sleeps with an
+ *   explicit futex, and catches the protocol without taken_wait).
  *   ursa__g.sleepers counts the VPs in state 3; only the sleeper's commit (after its recheck found
  *   nothing) increments it, only the waker that takes a VP out of 3 decrements it.  When it
  *   reaches N every VP sleeps with nothing pending and no timer, so no thread runs and none can
