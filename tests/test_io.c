@@ -879,8 +879,8 @@ TEST_IMPL(io_busy_vp_sees_io_vps2) {
  * wait_taken).  A kick that did not also wake the futex left VP 1 asleep for good with both
  * threads ready (example_echo_vps2 hung in CI; session 27).  The hard build's chaos holds the
  * kicker ~20 us at 1 kick in 8 right there, so that this test loses the wake-up within its rounds
- * when the futex is not woken (it did, before the fix, in 9 of 40 runs of the echo example); a
- * round that waits longer than 10 s fails with a message instead of hanging to the timeout. */
+ * when the futex is not woken (before the fix: in 15 of 20 runs of the hard build); a round that
+ * waits longer than 10 s fails with a message instead of hanging to the timeout. */
 #define KW_ROUNDS 300
 static int kw_pipe[2];
 static atomic_int kw_reading;
